@@ -1,0 +1,31 @@
+"""Typed inputs and outputs, and the three DSPy signatures that mirror the seed prompts."""
+
+from edgewise.signatures.types import (
+    Edge,
+    EdgeAttribute,
+    EdgeType,
+    Entity,
+    Episode,
+    ExtractedEdge,
+    ExtractionResult,
+    ExtractionWarning,
+    GoldEdge,
+    LabeledEpisode,
+    StepUsage,
+    format_utc,
+)
+
+__all__ = [
+    "Edge",
+    "EdgeAttribute",
+    "EdgeType",
+    "Entity",
+    "Episode",
+    "ExtractedEdge",
+    "ExtractionResult",
+    "ExtractionWarning",
+    "GoldEdge",
+    "LabeledEpisode",
+    "StepUsage",
+    "format_utc",
+]

@@ -1,0 +1,190 @@
+"""The typed boundary of edgewise: what an episode is and what an edge is.
+
+Field names on the wire are the seed's camelCase (`relationshipType`, `validAt`, ...) so that a result
+serializes exactly to the seed's `{"edges": [...]}` shape; Python code uses snake_case attributes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic.alias_generators import to_camel
+
+AttributeKind = Literal["string", "number", "integer", "boolean"]
+
+
+class _CamelModel(BaseModel):
+    """Accepts both camelCase (the seed's JSON) and snake_case (Python) and writes camelCase."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def format_utc(value: datetime) -> str:
+    """ISO 8601 with the "Z" suffix the seed asks for (2025-04-30T00:00:00Z)."""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _as_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+class Entity(_CamelModel):
+    """A node already known for the episode; edges may only connect these."""
+
+    name: str = Field(min_length=1)
+    type: str | None = None
+    summary: str | None = None
+
+
+class EdgeAttribute(_CamelModel):
+    """One concrete attribute an edge type declares (never an open `dict[str, Any]`)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    kind: AttributeKind = "string"
+    description: str = ""
+
+
+class EdgeType(_CamelModel):
+    """A relationship type the caller cares about, with its meaning and optional attributes."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    source_types: list[str] | None = None
+    target_types: list[str] | None = None
+    symmetric: bool = False
+    attributes: list[EdgeAttribute] = Field(default_factory=list)
+
+
+AttributeValue = str | int | float | bool | None
+
+
+class ExtractedEdge(BaseModel):
+    """An edge as a language model writes it: dates still free text, names not yet resolved.
+
+    Kept apart from `Edge` so that a model's "2021" or "last May" reaches post-processing (which
+    normalizes or rejects it with a warning) instead of failing the whole reply's validation.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    relationshipType: str = Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")
+    sourceEntityName: str = Field(description="exact name of the subject entity from ENTITIES")
+    targetEntityName: str = Field(description="exact name of the object entity from ENTITIES")
+    fact: str = Field(description="the fact, quoting or closely paraphrasing the source sentence")
+    validAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
+    invalidAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
+
+
+class Edge(_CamelModel):
+    """A temporal graph edge between two entities of the episode."""
+
+    relationship_type: str
+    source_entity_name: str
+    target_entity_name: str
+    fact: str
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+
+    @field_validator("valid_at", "invalid_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return _as_utc(value)
+
+    @field_serializer("valid_at", "invalid_at")
+    def _write_z(self, value: datetime | None) -> str | None:
+        return None if value is None else format_utc(value)
+
+
+class Episode(_CamelModel):
+    """The input of one extraction: the seed's context (episode, history, entities, time, types)."""
+
+    episode_content: str
+    previous_episodes: list[str] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    reference_time: datetime
+    edge_types: list[EdgeType] = Field(default_factory=list)
+    custom_prompt: str = ""
+
+    @field_validator("reference_time")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _as_utc(value)
+
+    def edge_type(self, name: str) -> EdgeType | None:
+        return next((t for t in self.edge_types if t.name == name), None)
+
+
+class ExtractionWarning(_CamelModel):
+    """A change post-processing made to the model's output; nothing is dropped silently."""
+
+    code: str
+    message: str
+    edge: dict[str, Any] | None = None
+
+
+class StepUsage(_CamelModel):
+    """LM usage of one step (extract, reflexion, attributes) of one extraction."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: StepUsage) -> StepUsage:
+        return StepUsage(
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class ExtractionResult(_CamelModel):
+    """What every extractor returns: the seed's `{"edges": [...]}` plus warnings and usage."""
+
+    edges: list[Edge] = Field(default_factory=list)
+    warnings: list[ExtractionWarning] = Field(default_factory=list)
+    usage: dict[str, StepUsage] = Field(default_factory=dict)
+    parse_failures: int = 0
+
+    def total_usage(self) -> StepUsage:
+        total = StepUsage()
+        for step in self.usage.values():
+            total = total + step
+        return total
+
+
+Granularity = Literal["year", "month", "day", "instant"]
+
+
+class GoldEdge(Edge):
+    """A labeled edge: other acceptable type names and how precisely each date is known."""
+
+    aliases: list[str] = Field(default_factory=list)
+    valid_at_granularity: Granularity | None = None
+    invalid_at_granularity: Granularity | None = None
+
+
+class LabeledEpisode(Episode):
+    """One line of `data/episodes/*.jsonl`: an episode with its gold edges.
+
+    `exhaustive` is false for sources that label only some facts; the metric then forgives
+    predictions it cannot judge (see `edgewise.eval`).
+    """
+
+    id: str
+    source: str
+    license: str
+    exhaustive: bool = True
+    edges: list[GoldEdge] = Field(default_factory=list)
+
+    def episode(self) -> Episode:
+        return Episode.model_validate(self.model_dump(include=set(Episode.model_fields)))
