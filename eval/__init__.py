@@ -1,0 +1,41 @@
+"""Evaluation of edge extraction: the edge-F1 metric with feedback, and the reports built on it."""
+
+from edgewise.eval.metric import (
+    Counts,
+    EpisodeScore,
+    MissedEdge,
+    MistypedEdge,
+    ReversedEdge,
+    SplitScore,
+    SpuriousEdge,
+    WrongDate,
+    aggregate,
+    bootstrap_ci,
+    edge_metric,
+    feedback_text,
+    format_date,
+    format_edge,
+    normalize_name,
+    normalize_type,
+    score_episode,
+)
+
+__all__ = [
+    "Counts",
+    "EpisodeScore",
+    "MissedEdge",
+    "MistypedEdge",
+    "ReversedEdge",
+    "SplitScore",
+    "SpuriousEdge",
+    "WrongDate",
+    "aggregate",
+    "bootstrap_ci",
+    "edge_metric",
+    "feedback_text",
+    "format_date",
+    "format_edge",
+    "normalize_name",
+    "normalize_type",
+    "score_episode",
+]

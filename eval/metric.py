@@ -1,0 +1,868 @@
+"""Edge-F1: how many of an episode's gold edges a prediction found, one-to-one, and why it missed the rest.
+
+A predicted edge matches a gold edge when both ends name the same entities in the same direction (either
+direction when the gold type is symmetric) and its type is the gold type or one of the gold's aliases;
+each gold edge and each predicted edge is used at most once, and the matching is a maximum one. The
+same numbers serve three readers: the optimizer (`edge_metric`, a score with plain-words feedback),
+the benchmark (`aggregate`, `bootstrap_ci`) and whoever reads the errors (`EpisodeScore` records).
+
+Rules that a reader of a score needs to know:
+
+- Names compare after casefolding, removing diacritics and collapsing whitespace; types compare after
+  trimming and upper-casing.
+- pair-F1 is computed the same way with the type ignored (its own maximum matching); direction still
+  counts unless the gold type is symmetric.
+- validAt / invalidAt accuracy is measured over the edges matched for edge-F1, at the gold date's
+  granularity (year, month, day, or the second for `instant`); a null gold date is right only when the
+  prediction is null too. A gold date without a granularity is compared to the second.
+- Among maximum matchings, the one that agrees on the most dates is taken, then the one that uses
+  earlier predictions, so a repeated prediction is the copy left over (a false positive).
+- In an episode with `exhaustive: false`, an unmatched prediction counts as a false positive only when
+  it shares its source entity and its type (or an alias) with some gold edge (either end for a
+  symmetric gold type); otherwise it is listed in `ignored` and not counted. For pair-F1 the source
+  entity alone decides.
+- An episode with no gold edges and no predictions has F1 1.0 (nothing to find, nothing invented).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Final, Literal
+
+import dspy
+from edgewise.signatures.types import Edge, GoldEdge, Granularity, LabeledEpisode, format_utc
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+DateField = Literal["validAt", "invalidAt"]
+Stat = Literal[
+    "edge_f1_micro",
+    "edge_f1_macro",
+    "pair_f1_micro",
+    "pair_f1_macro",
+    "precision",
+    "recall",
+    "valid_at_accuracy",
+    "invalid_at_accuracy",
+]
+
+_UNSTATED_GRANULARITY: Final[Granularity] = "instant"
+"""How a gold date without a stated granularity is compared: exactly, to the second."""
+
+_FEEDBACK_MAX_ITEMS: Final[int] = 12
+"""Items listed per kind of mistake in feedback; long lists drown the lesson in a reflection prompt."""
+
+_CI_LEVEL: Final[float] = 0.95
+
+
+# --------------------------------------------------------------------------------------------------
+# Records and scores
+# --------------------------------------------------------------------------------------------------
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MissedEdge(_Record):
+    """A gold edge no prediction matched, and no reversed or mistyped prediction explains."""
+
+    gold: GoldEdge
+
+
+class SpuriousEdge(_Record):
+    """A counted false positive; `duplicate` when an earlier identical prediction already matched."""
+
+    predicted: Edge
+    duplicate: bool = False
+
+
+class ReversedEdge(_Record):
+    """A prediction that would match `gold` with source and target swapped (non-symmetric type)."""
+
+    predicted: Edge
+    gold: GoldEdge
+    counted: bool = True
+
+
+class MistypedEdge(_Record):
+    """A prediction between the gold's entities, in the gold's direction, with a type it does not accept."""
+
+    predicted: Edge
+    gold: GoldEdge
+    counted: bool = True
+
+
+class WrongDate(_Record):
+    """A matched edge whose validAt or invalidAt disagrees with the gold at the gold's granularity."""
+
+    predicted: Edge
+    gold: GoldEdge
+    field: DateField
+    granularity: Granularity | None
+
+
+class Counts(BaseModel):
+    """True positives, false positives and false negatives, with the ratios built from them."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    @computed_field
+    @property
+    def precision(self) -> float:
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @computed_field
+    @property
+    def recall(self) -> float:
+        return _ratio(self.tp, self.tp + self.fn)
+
+    @computed_field
+    @property
+    def f1(self) -> float:
+        return _f1(self.tp, self.fp, self.fn)
+
+
+class EpisodeScore(BaseModel):
+    """Everything the metric found in one episode: counts for the numbers, records for the reader.
+
+    Invariants: `fp == len(spurious) + counted reversed + counted mistyped` and
+    `fn == len(missed) + len(reversed) + len(mistyped)`.
+    """
+
+    episode_id: str
+    source: str
+    exhaustive: bool = True
+    n_gold: int = 0
+    n_predicted: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    pair_tp: int = 0
+    pair_fp: int = 0
+    pair_fn: int = 0
+    valid_at_right: int = 0
+    valid_at_total: int = 0
+    invalid_at_right: int = 0
+    invalid_at_total: int = 0
+    per_type: dict[str, Counts] = Field(default_factory=dict)
+    missed: list[MissedEdge] = Field(default_factory=list)
+    spurious: list[SpuriousEdge] = Field(default_factory=list)
+    reversed: list[ReversedEdge] = Field(default_factory=list)
+    mistyped: list[MistypedEdge] = Field(default_factory=list)
+    wrong_dates: list[WrongDate] = Field(default_factory=list)
+    ignored: list[Edge] = Field(default_factory=list)
+
+    @computed_field
+    @property
+    def precision(self) -> float:
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @computed_field
+    @property
+    def recall(self) -> float:
+        return _ratio(self.tp, self.tp + self.fn)
+
+    @computed_field
+    @property
+    def f1(self) -> float:
+        return _f1(self.tp, self.fp, self.fn)
+
+    @computed_field
+    @property
+    def pair_f1(self) -> float:
+        return _f1(self.pair_tp, self.pair_fp, self.pair_fn)
+
+
+class SplitScore(BaseModel):
+    """Scores of a set of episodes: micro (summed counts) and macro (mean of episode F1) averages.
+
+    Date accuracies are None when no matched edge was there to judge.
+    """
+
+    episodes: int
+    tp: int
+    fp: int
+    fn: int
+    precision: float
+    recall: float
+    edge_f1: float
+    edge_f1_macro: float
+    pair_tp: int
+    pair_fp: int
+    pair_fn: int
+    pair_precision: float
+    pair_recall: float
+    pair_f1: float
+    pair_f1_macro: float
+    valid_at_right: int
+    valid_at_total: int
+    valid_at_accuracy: float | None
+    invalid_at_right: int
+    invalid_at_total: int
+    invalid_at_accuracy: float | None
+    per_source: dict[str, SplitScore] = Field(default_factory=dict)
+    per_type: dict[str, Counts] = Field(default_factory=dict)
+
+
+def _ratio(num: int, den: int) -> float:
+    """Precision or recall; with nothing to divide by it is vacuously perfect."""
+    return num / den if den else 1.0
+
+
+def _f1(tp: int, fp: int, fn: int) -> float:
+    """2TP / (2TP + FP + FN): the harmonic mean of precision and recall, 1.0 when all three are zero."""
+    den = 2 * tp + fp + fn
+    return 2 * tp / den if den else 1.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Normalization and dates
+# --------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize_name(name: str) -> str:
+    """Entity names compare by what a reader sees: case, accents and spacing do not matter."""
+    decomposed = unicodedata.normalize("NFKD", name.casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.split())
+
+
+@lru_cache(maxsize=4096)
+def normalize_type(name: str) -> str:
+    """Relationship types are SCREAMING_SNAKE_CASE; a stray space or lower case is not a new type."""
+    return name.strip().upper()
+
+
+def _same_date(gold: datetime | None, granularity: Granularity | None, predicted: datetime | None) -> bool:
+    if gold is None or predicted is None:
+        return gold is None and predicted is None
+    level = granularity or _UNSTATED_GRANULARITY
+    if level == "year":
+        return gold.year == predicted.year
+    if level == "month":
+        return gold.year == predicted.year and gold.month == predicted.month
+    if level == "day":
+        return gold.date() == predicted.date()
+    return gold.replace(microsecond=0) == predicted.replace(microsecond=0)
+
+
+def format_date(value: datetime | None, granularity: Granularity | None) -> str:
+    """A date as precisely as the gold knows it: "2020", "2020-05", "2020-05-01" or the full instant."""
+    if value is None:
+        return "null"
+    level = granularity or _UNSTATED_GRANULARITY
+    if level == "year":
+        return f"{value.year:04d}"
+    if level == "month":
+        return f"{value.year:04d}-{value.month:02d}"
+    if level == "day":
+        return value.date().isoformat()
+    return format_utc(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Matching
+# --------------------------------------------------------------------------------------------------
+
+
+def _max_weight_assignment(weights: list[list[int]]) -> list[int]:
+    """Rows to columns maximizing total weight (0 = not allowed); returns the column per row or -1.
+
+    The Hungarian method (shortest augmenting paths with potentials) on a dense matrix: the groups it
+    sees hold the edges between one pair of entities, so a few rows and columns at most.
+    """
+    n_rows = len(weights)
+    n_cols = len(weights[0])
+    transposed = n_rows > n_cols
+    if transposed:
+        weights = [list(col) for col in zip(*weights, strict=True)]
+        n_rows, n_cols = n_cols, n_rows
+    top = max(max(row) for row in weights)
+    cost = [[top - w for w in row] for row in weights]
+    inf = float("inf")
+    u = [0.0] * (n_rows + 1)
+    v = [0.0] * (n_cols + 1)
+    owner = [0] * (n_cols + 1)  # owner[j] = row (1-based) assigned to column j (1-based); 0 = free
+    way = [0] * (n_cols + 1)
+    for i in range(1, n_rows + 1):
+        owner[0] = i
+        j0 = 0
+        minv = [inf] * (n_cols + 1)
+        used = [False] * (n_cols + 1)
+        while True:
+            used[j0] = True
+            i0 = owner[j0]
+            delta = inf
+            j1 = 0
+            for j in range(1, n_cols + 1):
+                if not used[j]:
+                    cur = cost[i0 - 1][j - 1] - u[i0] - v[j]
+                    if cur < minv[j]:
+                        minv[j] = cur
+                        way[j] = j0
+                    if minv[j] < delta:
+                        delta = minv[j]
+                        j1 = j
+            for j in range(n_cols + 1):
+                if used[j]:
+                    u[owner[j]] += delta
+                    v[j] -= delta
+                else:
+                    minv[j] -= delta
+            j0 = j1
+            if owner[j0] == 0:
+                break
+        while j0:
+            j1 = way[j0]
+            owner[j0] = owner[j1]
+            j0 = j1
+    row_to_col = [-1] * n_rows
+    for j in range(1, n_cols + 1):
+        if owner[j] and weights[owner[j] - 1][j - 1] > 0:
+            row_to_col[owner[j] - 1] = j - 1
+    if not transposed:
+        return row_to_col
+    col_to_row = [-1] * n_cols
+    for r, c in enumerate(row_to_col):
+        if c >= 0:
+            col_to_row[c] = r
+    return col_to_row
+
+
+def _match_group(
+    preds: list[int], golds: list[int], allowed: Callable[[int, int], int | None]
+) -> dict[int, int]:
+    """Maximum matching inside one entity-pair group, ties broken by `allowed`'s secondary score.
+
+    `allowed(p, g)` returns None when p may not match g, else a bonus (small int, higher is better).
+    Priority: the number of matches, then total bonus, then earlier predictions.
+    """
+    if len(golds) == 1 and len(preds) == 1:
+        p, g = preds[0], golds[0]
+        return {p: g} if allowed(p, g) is not None else {}
+    n_p = len(preds)
+    bonuses = [[allowed(p, g) for g in golds] for p in preds]
+    if len(golds) == 1:
+        best: tuple[int, int] | None = None
+        for row, (p, b) in enumerate(zip(preds, bonuses, strict=True)):
+            if b[0] is not None and (best is None or b[0] > best[0]):
+                best = (b[0], row)
+        return {} if best is None else {preds[best[1]]: golds[0]}
+    if n_p == 1:
+        best_col = -1
+        best_bonus = -1
+        for col, b in enumerate(bonuses[0]):
+            if b is not None and b > best_bonus:
+                best_bonus, best_col = b, col
+        return {} if best_col < 0 else {preds[0]: golds[best_col]}
+    max_bonus = max((b for row in bonuses for b in row if b is not None), default=0)
+    pairs = min(n_p, len(golds))
+    order_span = n_p * pairs + 1  # total order preference can never outweigh one bonus step
+    bonus_span = (max_bonus * order_span + n_p) * pairs + 1  # nor can bonuses outweigh one more match
+    weights = [
+        [0 if b is None else bonus_span + b * order_span + (n_p - row) for b in row_bonuses]
+        for row, row_bonuses in enumerate(bonuses)
+    ]
+    assignment = _max_weight_assignment(weights)
+    return {preds[row]: golds[col] for row, col in enumerate(assignment) if col >= 0}
+
+
+class _Prepared:
+    """Normalized views of one episode's gold and predicted edges, computed once."""
+
+    __slots__ = (
+        "g_src",
+        "g_sym",
+        "g_tgt",
+        "g_types",
+        "gold",
+        "p_src",
+        "p_tgt",
+        "p_type",
+        "pred",
+        "symmetric",
+    )
+
+    def __init__(self, episode: LabeledEpisode, predicted: Sequence[Edge]) -> None:
+        self.symmetric = symmetric = {normalize_type(t.name) for t in episode.edge_types if t.symmetric}
+        self.gold = episode.edges
+        self.pred = predicted
+        self.g_src = [normalize_name(g.source_entity_name) for g in self.gold]
+        self.g_tgt = [normalize_name(g.target_entity_name) for g in self.gold]
+        self.g_types = [
+            frozenset([normalize_type(g.relationship_type), *map(normalize_type, g.aliases)])
+            for g in self.gold
+        ]
+        self.g_sym = [normalize_type(g.relationship_type) in symmetric for g in self.gold]
+        self.p_src = [normalize_name(p.source_entity_name) for p in predicted]
+        self.p_tgt = [normalize_name(p.target_entity_name) for p in predicted]
+        self.p_type = [normalize_type(p.relationship_type) for p in predicted]
+
+    def same_direction(self, p: int, g: int) -> bool:
+        return self.p_src[p] == self.g_src[g] and self.p_tgt[p] == self.g_tgt[g]
+
+    def swapped(self, p: int, g: int) -> bool:
+        return self.p_src[p] == self.g_tgt[g] and self.p_tgt[p] == self.g_src[g]
+
+    def ends_match(self, p: int, g: int) -> bool:
+        return self.same_direction(p, g) or (self.g_sym[g] and self.swapped(p, g))
+
+    def pred_key(self, p: int) -> tuple[str, str, str]:
+        """What makes two predictions the same edge: type and ends (unordered for a symmetric type)."""
+        s, t, kind = self.p_src[p], self.p_tgt[p], self.p_type[p]
+        if kind in self.symmetric and t < s:
+            s, t = t, s
+        return (kind, s, t)
+
+
+def _groups(prep: _Prepared) -> list[tuple[list[int], list[int]]]:
+    """Edges grouped by their unordered pair of entity names: nothing matches across groups."""
+    by_pair: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+    for g, (s, t) in enumerate(zip(prep.g_src, prep.g_tgt, strict=True)):
+        key = (s, t) if s <= t else (t, s)
+        by_pair.setdefault(key, ([], []))[1].append(g)
+    for p, (s, t) in enumerate(zip(prep.p_src, prep.p_tgt, strict=True)):
+        key = (s, t) if s <= t else (t, s)
+        entry = by_pair.get(key)
+        if entry is not None:
+            entry[0].append(p)
+    return [entry for entry in by_pair.values() if entry[0]]
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring one episode
+# --------------------------------------------------------------------------------------------------
+
+
+def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeScore:
+    """Score one episode's predicted edges against its gold edges (see the module docstring's rules)."""
+    prep = _Prepared(gold, predicted)
+    golds = gold.edges
+    groups = _groups(prep)
+
+    def edge_allowed(p: int, g: int) -> int | None:
+        if prep.p_type[p] not in prep.g_types[g] or not prep.ends_match(p, g):
+            return None
+        pe, ge = predicted[p], golds[g]
+        return int(_same_date(ge.valid_at, ge.valid_at_granularity, pe.valid_at)) + int(
+            _same_date(ge.invalid_at, ge.invalid_at_granularity, pe.invalid_at)
+        )
+
+    def pair_allowed(p: int, g: int) -> int | None:
+        return 0 if prep.ends_match(p, g) else None
+
+    matched: dict[int, int] = {}
+    pair_matched = 0
+    pair_used: set[int] = set()
+    for preds, group_golds in groups:
+        matched.update(_match_group(preds, group_golds, edge_allowed))
+        pair_match = _match_group(preds, group_golds, pair_allowed)
+        pair_matched += len(pair_match)
+        pair_used.update(pair_match)
+
+    per_type: dict[str, list[int]] = {}
+
+    def bump(type_name: str, slot: int) -> None:
+        counts = per_type.get(type_name)
+        if counts is None:
+            counts = per_type[type_name] = [0, 0, 0]
+        counts[slot] += 1
+
+    # True positives and dates.
+    wrong_dates: list[WrongDate] = []
+    valid_right = invalid_right = 0
+    matched_golds: set[int] = set()
+    for p, g in matched.items():
+        pe, ge = predicted[p], golds[g]
+        matched_golds.add(g)
+        bump(normalize_type(ge.relationship_type), 0)
+        if _same_date(ge.valid_at, ge.valid_at_granularity, pe.valid_at):
+            valid_right += 1
+        else:
+            wrong_dates.append(
+                WrongDate(predicted=pe, gold=ge, field="validAt", granularity=ge.valid_at_granularity)
+            )
+        if _same_date(ge.invalid_at, ge.invalid_at_granularity, pe.invalid_at):
+            invalid_right += 1
+        else:
+            wrong_dates.append(
+                WrongDate(predicted=pe, gold=ge, field="invalidAt", granularity=ge.invalid_at_granularity)
+            )
+
+    # Which unmatched predictions count, under the exhaustive: false rule.
+    if gold.exhaustive:
+        edge_counts = pair_counts = None
+    else:
+        edge_counts = set()
+        pair_counts = set()
+        for g in range(len(golds)):
+            ends = (prep.g_src[g], prep.g_tgt[g]) if prep.g_sym[g] else (prep.g_src[g],)
+            for end in ends:
+                pair_counts.add(end)
+                for t in prep.g_types[g]:
+                    edge_counts.add((end, t))
+
+    unmatched_preds = [p for p in range(len(predicted)) if p not in matched]
+    unmatched_golds = [g for g in range(len(golds)) if g not in matched_golds]
+
+    # Explain misses: reversed first, then mistyped (labels for the reader; counts do not depend on them).
+    explained: dict[int, tuple[str, int]] = {}
+    if unmatched_preds and unmatched_golds:
+        free_golds = set(unmatched_golds)
+        for kind in ("reversed", "mistyped"):
+            for p in unmatched_preds:
+                if p in explained:
+                    continue
+                for g in unmatched_golds:
+                    if g not in free_golds:
+                        continue
+                    if kind == "reversed":
+                        hit = not prep.g_sym[g] and prep.p_type[p] in prep.g_types[g] and prep.swapped(p, g)
+                    else:
+                        hit = prep.p_type[p] not in prep.g_types[g] and prep.ends_match(p, g)
+                    if hit:
+                        explained[p] = (kind, g)
+                        free_golds.discard(g)
+                        break
+
+    spurious: list[SpuriousEdge] = []
+    reversed_: list[ReversedEdge] = []
+    mistyped: list[MistypedEdge] = []
+    ignored: list[Edge] = []
+    explained_golds: set[int] = set()
+    fp = 0
+    seen_keys = {prep.pred_key(p) for p in matched}
+    for p in unmatched_preds:
+        pe = predicted[p]
+        counted = edge_counts is None or (prep.p_src[p], prep.p_type[p]) in edge_counts
+        if counted:
+            fp += 1
+            bump(prep.p_type[p], 1)
+        kind_gold = explained.get(p)
+        if kind_gold is not None:
+            kind, g = kind_gold
+            explained_golds.add(g)
+            if kind == "reversed":
+                reversed_.append(ReversedEdge(predicted=pe, gold=golds[g], counted=counted))
+            else:
+                mistyped.append(MistypedEdge(predicted=pe, gold=golds[g], counted=counted))
+        elif counted:
+            key = prep.pred_key(p)
+            spurious.append(SpuriousEdge(predicted=pe, duplicate=key in seen_keys))
+            seen_keys.add(key)
+        else:
+            ignored.append(pe)
+
+    missed: list[MissedEdge] = []
+    for g in unmatched_golds:
+        bump(normalize_type(golds[g].relationship_type), 2)
+        if g not in explained_golds:
+            missed.append(MissedEdge(gold=golds[g]))
+
+    pair_fp = sum(
+        1
+        for p in range(len(predicted))
+        if p not in pair_used and (pair_counts is None or prep.p_src[p] in pair_counts)
+    )
+    tp = len(matched)
+    return EpisodeScore(
+        episode_id=gold.id,
+        source=gold.source,
+        exhaustive=gold.exhaustive,
+        n_gold=len(golds),
+        n_predicted=len(predicted),
+        tp=tp,
+        fp=fp,
+        fn=len(golds) - tp,
+        pair_tp=pair_matched,
+        pair_fp=pair_fp,
+        pair_fn=len(golds) - pair_matched,
+        valid_at_right=valid_right,
+        valid_at_total=tp,
+        invalid_at_right=invalid_right,
+        invalid_at_total=tp,
+        per_type={name: Counts(tp=c[0], fp=c[1], fn=c[2]) for name, c in per_type.items()},
+        missed=missed,
+        spurious=spurious,
+        reversed=reversed_,
+        mistyped=mistyped,
+        wrong_dates=wrong_dates,
+        ignored=ignored,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Aggregation and confidence intervals
+# --------------------------------------------------------------------------------------------------
+
+
+def _accuracy(right: int, total: int) -> float | None:
+    return right / total if total else None
+
+
+def _aggregate(scores: Sequence[EpisodeScore], by_source: bool) -> SplitScore:
+    tp = sum(s.tp for s in scores)
+    fp = sum(s.fp for s in scores)
+    fn = sum(s.fn for s in scores)
+    ptp = sum(s.pair_tp for s in scores)
+    pfp = sum(s.pair_fp for s in scores)
+    pfn = sum(s.pair_fn for s in scores)
+    var = sum(s.valid_at_right for s in scores)
+    vat = sum(s.valid_at_total for s in scores)
+    iar = sum(s.invalid_at_right for s in scores)
+    iat = sum(s.invalid_at_total for s in scores)
+    per_type: dict[str, list[int]] = {}
+    for s in scores:
+        for name, c in s.per_type.items():
+            slot = per_type.setdefault(name, [0, 0, 0])
+            slot[0] += c.tp
+            slot[1] += c.fp
+            slot[2] += c.fn
+    per_source: dict[str, SplitScore] = {}
+    if by_source:
+        sources: dict[str, list[EpisodeScore]] = {}
+        for s in scores:
+            sources.setdefault(s.source, []).append(s)
+        per_source = {name: _aggregate(group, by_source=False) for name, group in sorted(sources.items())}
+    n = len(scores)
+    return SplitScore(
+        episodes=n,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        precision=_ratio(tp, tp + fp),
+        recall=_ratio(tp, tp + fn),
+        edge_f1=_f1(tp, fp, fn),
+        edge_f1_macro=sum(s.f1 for s in scores) / n if n else 1.0,
+        pair_tp=ptp,
+        pair_fp=pfp,
+        pair_fn=pfn,
+        pair_precision=_ratio(ptp, ptp + pfp),
+        pair_recall=_ratio(ptp, ptp + pfn),
+        pair_f1=_f1(ptp, pfp, pfn),
+        pair_f1_macro=sum(s.pair_f1 for s in scores) / n if n else 1.0,
+        valid_at_right=var,
+        valid_at_total=vat,
+        valid_at_accuracy=_accuracy(var, vat),
+        invalid_at_right=iar,
+        invalid_at_total=iat,
+        invalid_at_accuracy=_accuracy(iar, iat),
+        per_source=per_source,
+        per_type={name: Counts(tp=c[0], fp=c[1], fn=c[2]) for name, c in sorted(per_type.items())},
+    )
+
+
+def aggregate(scores: Iterable[EpisodeScore]) -> SplitScore:
+    """Micro and macro scores over a split, with per-source and per-relation-type breakdowns.
+
+    Per type, true positives and false negatives are attributed to the gold edge's type and false
+    positives to the predicted type, so a mistyped edge costs both types.
+    """
+    return _aggregate(list(scores), by_source=True)
+
+
+def _stat_columns(scores: Sequence[EpisodeScore], stat: Stat) -> tuple[list[tuple[float, ...]], Any]:
+    """Per-episode numbers a statistic is built from, and how to build it from their sums."""
+    if stat == "edge_f1_micro":
+        return [(s.tp, s.fp, s.fn) for s in scores], lambda a, n: _f1(int(a[0]), int(a[1]), int(a[2]))
+    if stat == "pair_f1_micro":
+        rows = [(s.pair_tp, s.pair_fp, s.pair_fn) for s in scores]
+        return rows, lambda a, n: _f1(int(a[0]), int(a[1]), int(a[2]))
+    if stat == "edge_f1_macro":
+        return [(s.f1,) for s in scores], lambda a, n: a[0] / n
+    if stat == "pair_f1_macro":
+        return [(s.pair_f1,) for s in scores], lambda a, n: a[0] / n
+    if stat == "precision":
+        return [(s.tp, s.fp) for s in scores], lambda a, n: _ratio(int(a[0]), int(a[0] + a[1]))
+    if stat == "recall":
+        return [(s.tp, s.fn) for s in scores], lambda a, n: _ratio(int(a[0]), int(a[0] + a[1]))
+    if stat == "valid_at_accuracy":
+        return [
+            (s.valid_at_right, s.valid_at_total) for s in scores
+        ], lambda a, n: a[0] / a[1] if a[1] else float("nan")
+    if stat == "invalid_at_accuracy":
+        return [
+            (s.invalid_at_right, s.invalid_at_total) for s in scores
+        ], lambda a, n: a[0] / a[1] if a[1] else float("nan")
+    raise ValueError(f"bootstrap_ci: unknown stat {stat!r}; choose one of {', '.join(Stat.__args__)}")
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), q in [0, 1]."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def bootstrap_ci(
+    scores: Sequence[EpisodeScore],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    stat: Stat = "edge_f1_micro",
+) -> tuple[float, float]:
+    """Percentile 95% interval of a split statistic, resampling whole episodes with replacement.
+
+    Episodes, not edges, are resampled because edges of one episode share a text and fail together.
+    Resamples where the statistic is undefined (no matched edge for a date accuracy) are skipped.
+    """
+    if not scores:
+        raise ValueError("bootstrap_ci: no episode scores to resample")
+    if n_resamples < 1:
+        raise ValueError(f"bootstrap_ci: n_resamples must be at least 1, got {n_resamples}")
+    rows, build = _stat_columns(scores, stat)
+    n = len(rows)
+    width = len(rows[0])
+    rng = random.Random(seed)
+    values: list[float] = []
+    for _ in range(n_resamples):
+        sums = [0.0] * width
+        for i in rng.choices(range(n), k=n):
+            row = rows[i]
+            for k in range(width):
+                sums[k] += row[k]
+        value = build(sums, n)
+        if not math.isnan(value):
+            values.append(value)
+    if not values:
+        raise ValueError(f"bootstrap_ci: {stat} is undefined on these episodes (nothing to judge)")
+    values.sort()
+    tail = (1.0 - _CI_LEVEL) / 2
+    return _percentile(values, tail), _percentile(values, 1.0 - tail)
+
+
+# --------------------------------------------------------------------------------------------------
+# Feedback and the optimizer metric
+# --------------------------------------------------------------------------------------------------
+
+
+def format_edge(edge: Edge) -> str:
+    """`Alice -WORKS_AT-> Acme`: the notation the feedback uses for an edge."""
+    return f"{edge.source_entity_name} -{edge.relationship_type}-> {edge.target_entity_name}"
+
+
+def _fact(edge: Edge) -> str:
+    return f' ("{edge.fact}")' if edge.fact else ""
+
+
+def _limited(lines: list[str]) -> list[str]:
+    if len(lines) <= _FEEDBACK_MAX_ITEMS:
+        return lines
+    return [*lines[:_FEEDBACK_MAX_ITEMS], f"... and {len(lines) - _FEEDBACK_MAX_ITEMS} more like these."]
+
+
+def _wrong_date_line(w: WrongDate) -> str:
+    gold_value = w.gold.valid_at if w.field == "validAt" else w.gold.invalid_at
+    pred_value = w.predicted.valid_at if w.field == "validAt" else w.predicted.invalid_at
+    if gold_value is None:
+        expected = "null (the text gives no such date)"
+    else:
+        level = w.granularity or _UNSTATED_GRANULARITY
+        expected = f"{format_date(gold_value, w.granularity)} (known to the {_LEVEL_WORD[level]})"
+    got = "null" if pred_value is None else format_utc(pred_value)
+    return f"Wrong {w.field}: {format_edge(w.predicted)} should have {expected}; you wrote {got}."
+
+
+_LEVEL_WORD: Final[dict[str, str]] = {"year": "year", "month": "month", "day": "day", "instant": "second"}
+
+
+def feedback_text(score: EpisodeScore) -> str:
+    """Plain words on what an extraction got wrong, one line per mistake, for a reflecting optimizer."""
+    lines = [
+        (
+            f"Edge-F1 {score.f1:.2f}: {score.tp} of {score.n_gold} gold edges found, "
+            f"{score.fp} wrong edges counted."
+        )
+    ]
+    if score.n_gold == 0 and score.n_predicted == 0:
+        lines.append("Correct: the text states no relationship between the entities and you wrote none.")
+    lines += _limited([f"Missed: {format_edge(m.gold)}{_fact(m.gold)}." for m in score.missed])
+    lines += _limited(
+        [
+            f"Reversed: you wrote {format_edge(r.predicted)}, but the text says "
+            f"{format_edge(r.gold)}{_fact(r.gold)}; source and target are swapped."
+            for r in score.reversed
+        ]
+    )
+    lines += _limited(
+        [
+            f"Mistyped: you wrote {format_edge(m.predicted)}, but the type should be "
+            f"{_accepted(m.gold)}{_fact(m.gold)}."
+            for m in score.mistyped
+        ]
+    )
+    lines += _limited(
+        [
+            f"Duplicate: {format_edge(s.predicted)} was written more than once; only one copy counts."
+            if s.duplicate
+            else f"Spurious: {format_edge(s.predicted)}{_fact(s.predicted)} is not stated in the text "
+            "as a relationship of that type."
+            for s in score.spurious
+        ]
+    )
+    lines += _limited([_wrong_date_line(w) for w in score.wrong_dates])
+    if score.ignored:
+        lines.append(
+            f"Not judged: {len(score.ignored)} edge(s) outside what this example labels "
+            "(it lists only some facts)."
+        )
+    if score.tp == score.n_gold and score.fp == 0 and not score.wrong_dates and score.n_gold:
+        lines.append(f"All {score.n_gold} gold edges found with correct dates.")
+    return "\n".join(lines)
+
+
+def _accepted(gold: GoldEdge) -> str:
+    if not gold.aliases:
+        return gold.relationship_type
+    return f"{gold.relationship_type} (or {', '.join(gold.aliases)})"
+
+
+def _as_edges(raw: Any) -> list[Edge]:
+    if isinstance(raw, list) and all(isinstance(e, Edge) for e in raw):
+        return raw
+    return [e if isinstance(e, Edge) else Edge.model_validate(e) for e in raw]
+
+
+def edge_metric(
+    example: Any,
+    prediction: Any,
+    trace: Any = None,
+    pred_name: str | None = None,
+    pred_trace: Any = None,
+) -> dspy.Prediction:
+    """DSPy metric: `Prediction(score=edge-F1 of the episode, feedback=plain-words mistakes)`.
+
+    `example.labeled` holds the `LabeledEpisode`; `prediction.edges` the predicted edges. The score is
+    plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores). A prediction
+    without edges scores 0 with feedback saying the program failed.
+    """
+    labeled = example.get("labeled") if hasattr(example, "get") else getattr(example, "labeled", None)
+    if labeled is None:
+        raise ValueError("edge_metric: the example has no field 'labeled' holding the LabeledEpisode")
+    if not isinstance(labeled, LabeledEpisode):
+        labeled = LabeledEpisode.model_validate(labeled)
+    raw_edges = None if prediction is None else getattr(prediction, "edges", None)
+    if raw_edges is None:
+        return dspy.Prediction(
+            score=0.0,
+            feedback=(
+                "The program failed: it returned no edges list (an error or an unparseable reply). "
+                f"The text has {len(labeled.edges)} gold edges."
+            ),
+        )
+    try:
+        edges = _as_edges(raw_edges)
+    except (TypeError, ValueError) as err:
+        return dspy.Prediction(
+            score=0.0, feedback=f"The program failed: its edges do not have the Edge shape ({err})."
+        )
+    score = score_episode(labeled, edges)
+    return dspy.Prediction(score=score.f1, feedback=feedback_text(score))
