@@ -1,0 +1,39 @@
+"""edgewise: knowledge-graph edge extraction as a compiled, measured DSPy program.
+
+    import edgewise
+    extractor = edgewise.EdgeExtractor()            # or edgewise.load("path/to/compiled")
+    with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edgewise.lm_context(lm):
+        result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
+"""
+
+import edgewise._offline  # noqa: F401  (must run before dspy/litellm are imported)
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm
+from edgewise.modules.seed_prompt import SeedPromptExtractor
+from edgewise.signatures.types import (
+    Edge,
+    EdgeAttribute,
+    EdgeType,
+    Entity,
+    Episode,
+    ExtractionResult,
+    ExtractionWarning,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Edge",
+    "EdgeAttribute",
+    "EdgeExtractor",
+    "EdgeType",
+    "Entity",
+    "Episode",
+    "ExtractionResult",
+    "ExtractionWarning",
+    "LMConfig",
+    "SeedPromptExtractor",
+    "build_lm",
+    "lm_context",
+    "open_lm",
+]

@@ -1,0 +1,1 @@
+"""The programs (EdgeExtractor, SeedPromptExtractor), post-processing, batching and LM construction."""

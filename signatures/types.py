@@ -67,12 +67,11 @@ class EdgeType(_CamelModel):
 AttributeValue = str | int | float | bool | None
 
 
+# Kept apart from `Edge` so that a model's "2021" or "last May" reaches post-processing (which
+# normalizes or rejects it with a warning) instead of failing the whole reply's validation. Its
+# docstring becomes the JSON schema's description in every prompt, so it stays one short line.
 class ExtractedEdge(BaseModel):
-    """An edge as a language model writes it: dates still free text, names not yet resolved.
-
-    Kept apart from `Edge` so that a model's "2021" or "last May" reaches post-processing (which
-    normalizes or rejects it with a warning) instead of failing the whole reply's validation.
-    """
+    """An edge as the model writes it."""
 
     model_config = ConfigDict(populate_by_name=True)
 

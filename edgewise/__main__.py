@@ -1,0 +1,3 @@
+from edgewise.cli import main
+
+raise SystemExit(main())

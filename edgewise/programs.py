@@ -1,0 +1,34 @@
+"""Program names the CLI and benchmarks accept: the seed baselines, the default module, compiled ones.
+
+`seed` and `seed-structured` are the verbatim seed prompt (free text / structured output);
+`default` is the uncompiled `EdgeExtractor`; anything else is a compiled-program directory or the name
+of one shipped with edgewise (see `edgewise.optimize.artifact`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import dspy
+
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.seed_prompt import SeedPromptExtractor
+
+BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "default")
+
+
+def resolve_program(spec: str, *, reflexion_rounds: int | None = None) -> dspy.Module:
+    """A ready program for `spec`; `reflexion_rounds` overrides the program's own setting when given."""
+    rounds = reflexion_rounds or 0
+    if spec == "seed":
+        return SeedPromptExtractor(structured=False, max_reflexion_rounds=rounds)
+    if spec == "seed-structured":
+        return SeedPromptExtractor(structured=True, max_reflexion_rounds=rounds)
+    if spec == "default":
+        return EdgeExtractor(max_reflexion_rounds=rounds)
+    from edgewise.optimize.artifact import load
+
+    program = load(spec)
+    if reflexion_rounds is not None:
+        program.max_reflexion_rounds = reflexion_rounds
+    return program

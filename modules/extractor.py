@@ -1,0 +1,173 @@
+"""`EdgeExtractor`: the DSPy program that turns an episode into temporal graph edges.
+
+It composes the three signatures (extract, optional reflexion rounds, attributes) with plain Python
+and ends in the deterministic `postprocess`. Its predictors are what optimizers tune and what a
+compiled program's `program.json` stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+from edgewise.modules.context import extraction_inputs
+from edgewise.modules.postprocess import cap_attributes, postprocess
+from edgewise.modules.usage import track_step
+from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
+from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.find_missing_facts import FindMissingFacts
+from edgewise.signatures.types import (
+    Edge,
+    Episode,
+    ExtractedEdge,
+    ExtractionResult,
+    ExtractionWarning,
+    StepUsage,
+    format_utc,
+)
+
+STEP_EXTRACT: Final = "extract"
+STEP_REFLEXION: Final = "reflexion"
+STEP_ATTRIBUTES: Final = "attributes"
+
+
+def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -> Episode:
+    """Accept an `Episode`, its JSON dict, or its fields as keywords."""
+    if isinstance(episode, Episode):
+        return episode
+    if episode is not None:
+        return Episode.model_validate(episode)
+    return Episode.model_validate(fields)
+
+
+def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
+    return ExtractionWarning(
+        code="parse_failure", message=f"{step}: the model's reply could not be parsed ({type(error).__name__})"
+    )
+
+
+def count_parse_failures(warnings: list[ExtractionWarning]) -> int:
+    return sum(1 for warning in warnings if warning.code == "parse_failure")
+
+
+def result_prediction(result: ExtractionResult) -> dspy.Prediction:
+    """The uniform return value of every edgewise program: edges for metrics, the full result for users."""
+    return dspy.Prediction(edges=result.edges, result=result)
+
+
+class EdgeExtractor(dspy.Module):
+    """Extract edges between an episode's known entities, with dates, usage and warnings."""
+
+    def __init__(self, max_reflexion_rounds: int = 0) -> None:
+        super().__init__()
+        if max_reflexion_rounds < 0:
+            raise ValueError("max_reflexion_rounds must be >= 0")
+        self.extract = dspy.Predict(ExtractEdges)
+        self.reflect = dspy.Predict(FindMissingFacts)
+        self.attributes = dspy.Predict(ExtractEdgeAttributes)
+        self.max_reflexion_rounds = max_reflexion_rounds
+
+    def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
+        episode = as_episode(episode, **fields)
+        if not episode.entities:
+            return result_prediction(ExtractionResult())
+        usage: dict[str, StepUsage] = {}
+        warnings: list[ExtractionWarning] = []
+        inputs = extraction_inputs(episode)
+        raw = self._extract(inputs, [], usage, warnings)
+        for _ in range(self.max_reflexion_rounds):
+            missing = self._missing_facts(inputs, raw, usage, warnings)
+            if not missing:
+                break
+            raw = raw + self._extract(inputs, missing, usage, warnings)
+        edges, cleanup_warnings = postprocess(raw, episode)
+        warnings.extend(cleanup_warnings)
+        edges = self._fill_attributes(edges, episode, usage, warnings)
+        return result_prediction(
+            ExtractionResult(edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings))
+        )
+
+    def _extract(
+        self,
+        inputs: dict[str, Any],
+        missing_facts: list[str],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[ExtractedEdge]:
+        with track_step(STEP_EXTRACT, usage):
+            try:
+                return list(self.extract(**inputs, missing_facts=missing_facts).edges or [])
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_EXTRACT, error))
+                return []
+
+    def _missing_facts(
+        self,
+        inputs: dict[str, Any],
+        raw: list[ExtractedEdge],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[str]:
+        with track_step(STEP_REFLEXION, usage):
+            try:
+                reply = self.reflect(
+                    previous_episodes=inputs["previous_episodes"],
+                    episode_content=inputs["episode_content"],
+                    entities=inputs["entities"],
+                    extracted_facts=[edge.fact for edge in raw],
+                )
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_REFLEXION, error))
+                return []
+        return [fact for fact in (reply.missing_facts or []) if fact.strip()]
+
+    def _fill_attributes(
+        self,
+        edges: list[Edge],
+        episode: Episode,
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[Edge]:
+        """One attribute call per edge whose type declares attributes; other edges cost nothing."""
+        filled: list[Edge] = []
+        for edge in edges:
+            edge_type = episode.edge_type(edge.relationship_type)
+            if edge_type is None or not edge_type.attributes:
+                filled.append(edge)
+                continue
+            with track_step(STEP_ATTRIBUTES, usage):
+                try:
+                    reply = self.attributes(
+                        signature=attributes_signature(self.attributes.signature, edge_type),
+                        episode_content=episode.episode_content,
+                        reference_time=format_utc(episode.reference_time),
+                        fact=_fact_row(edge),
+                    )
+                except AdapterParseError as error:
+                    warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
+                    filled.append(edge)
+                    continue
+            values = reply.attributes.model_dump() if reply.attributes is not None else {}
+            filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
+        return filled
+
+    def batch(
+        self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
+    ) -> list[ExtractionResult | BaseException]:
+        """Extract many episodes concurrently; a failed episode yields its exception, in input order."""
+        from edgewise.modules.batch import run_concurrently
+
+        return run_concurrently(lambda episode: self(episode).result, episodes, workers=workers)
+
+    async def aextract(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> ExtractionResult:
+        """Async extraction for servers: runs in a worker thread with the caller's DSPy settings."""
+        prediction = await asyncio.to_thread(self, as_episode(episode, **fields))
+        return prediction.result
+
+
+def _fact_row(edge: Edge) -> dict[str, str]:
+    row = edge.to_json_dict()
+    return {key: str(value) for key, value in row.items() if value not in (None, {}, [])}

@@ -1,0 +1,224 @@
+"""Post-processing: the deterministic cleanup between a model's raw edges and the graph.
+
+Every rule here is a pure function of (raw edges, episode); each edge it drops or changes produces an
+`ExtractionWarning`, so nothing disappears silently. Both the compiled program and the seed baseline
+go through the same `postprocess`, so benchmarks compare prompts, not cleanup.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timezone
+from typing import Final
+
+from edgewise.signatures.types import (
+    AttributeValue,
+    Edge,
+    Episode,
+    ExtractedEdge,
+    ExtractionWarning,
+    format_utc,
+)
+
+MAX_ATTRIBUTE_CHARS: Final = 500
+_NULL_DATE_STRINGS: Final = frozenset({"", "null", "none", "n/a", "unknown"})
+_YEAR: Final = re.compile(r"^\s*(\d{4})\s*$")
+_YEAR_MONTH: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
+_DATE: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
+
+
+def name_key(name: str) -> str:
+    """Case-, whitespace- and diacritic-insensitive form of a name ("  José  Díaz" -> "jose diaz")."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.casefold().split())
+
+
+def to_screaming_snake(name: str) -> str:
+    """worksAt, works at, Works-At, WORKS_AT -> WORKS_AT."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
+    return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", spaced) if part).upper()
+
+
+class EntityIndex:
+    """Resolves a model's spelling of a name to exactly one entity of the episode, or to nothing."""
+
+    def __init__(self, names: list[str]) -> None:
+        self._exact = set(names)
+        by_key: dict[str, list[str]] = {}
+        for name in names:
+            by_key.setdefault(name_key(name), []).append(name)
+        self._by_key = by_key
+
+    def resolve(self, name: str) -> str | None:
+        if name in self._exact:
+            return name
+        candidates = self._by_key.get(name_key(name), [])
+        return candidates[0] if len(candidates) == 1 else None
+
+
+def parse_date(value: str | None) -> tuple[datetime | None, str | None]:
+    """Parse a model's date into UTC; returns (date, problem) where problem explains a null.
+
+    Date-only means 00:00:00 and year-only means January 1st, as the seed's datetime rules say;
+    a naive time is taken as UTC; "YYYY-MM" means the first of that month.
+    """
+    if value is None or value.strip().casefold() in _NULL_DATE_STRINGS:
+        return None, None
+    text = value.strip()
+    if match := _YEAR.match(text):
+        return datetime(int(match[1]), 1, 1, tzinfo=timezone.utc), None
+    try:
+        if match := _YEAR_MONTH.match(text):
+            return datetime(int(match[1]), int(match[2]), 1, tzinfo=timezone.utc), None
+        if match := _DATE.match(text):
+            return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=timezone.utc), None
+        parsed = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        return None, f"unparseable date {value!r}"
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc), None
+    return parsed.astimezone(timezone.utc), None
+
+
+def _warn(code: str, message: str, raw: ExtractedEdge) -> ExtractionWarning:
+    return ExtractionWarning(code=code, message=message, edge=raw.model_dump())
+
+
+def _clean_one(
+    raw: ExtractedEdge, index: EntityIndex, warnings: list[ExtractionWarning]
+) -> Edge | None:
+    """Apply the per-edge rules; None means the edge was dropped (with a warning said why)."""
+    source = index.resolve(raw.sourceEntityName)
+    target = index.resolve(raw.targetEntityName)
+    for given, resolved in ((raw.sourceEntityName, source), (raw.targetEntityName, target)):
+        if resolved is None:
+            warnings.append(_warn("unknown_entity", f"dropped: {given!r} is not one of the ENTITIES", raw))
+            return None
+        if resolved != given:
+            warnings.append(_warn("name_resolved", f"{given!r} resolved to entity {resolved!r}", raw))
+    if source == target:
+        warnings.append(_warn("self_edge", f"dropped: both ends are {source!r}", raw))
+        return None
+    if not raw.fact.strip():
+        warnings.append(_warn("empty_fact", "dropped: the fact is empty", raw))
+        return None
+    relationship_type = to_screaming_snake(raw.relationshipType)
+    if not relationship_type:
+        warnings.append(_warn("empty_type", f"dropped: no usable type in {raw.relationshipType!r}", raw))
+        return None
+    if relationship_type != raw.relationshipType:
+        warnings.append(
+            _warn("type_renamed", f"type {raw.relationshipType!r} written as {relationship_type!r}", raw)
+        )
+    dates: dict[str, datetime | None] = {}
+    for field, value in (("validAt", raw.validAt), ("invalidAt", raw.invalidAt)):
+        parsed, problem = parse_date(value)
+        if problem:
+            warnings.append(_warn("bad_date", f"{field} set to null: {problem}", raw))
+        elif parsed is not None and format_utc(parsed) != value:
+            warnings.append(_warn("date_normalized", f"{field} {value!r} written as {format_utc(parsed)}", raw))
+        dates[field] = parsed
+    return Edge(
+        relationship_type=relationship_type,
+        source_entity_name=source,
+        target_entity_name=target,
+        fact=raw.fact.strip(),
+        valid_at=dates["validAt"],
+        invalid_at=dates["invalidAt"],
+    )
+
+
+def _order_dates(edge: Edge, reference_time: datetime, warnings: list[ExtractionWarning]) -> Edge:
+    """Fix invalidAt < validAt: drop a defaulted validAt, otherwise swap the two.
+
+    A validAt equal to REFERENCE_TIME is the seed's default for an ongoing fact; an earlier invalidAt
+    says the fact already ended, so the default was wrong and is dropped. Any other pair was most
+    likely written into the wrong fields, so it is swapped.
+    """
+    if edge.valid_at is None or edge.invalid_at is None or edge.invalid_at >= edge.valid_at:
+        return edge
+    if edge.valid_at == reference_time:
+        warnings.append(
+            ExtractionWarning(
+                code="valid_at_dropped",
+                message="invalidAt is before validAt (= REFERENCE_TIME, the ongoing default): validAt set to null",
+                edge=edge.to_json_dict(),
+            )
+        )
+        return edge.model_copy(update={"valid_at": None})
+    warnings.append(
+        ExtractionWarning(
+            code="dates_swapped",
+            message="invalidAt was before validAt: the two dates were swapped",
+            edge=edge.to_json_dict(),
+        )
+    )
+    return edge.model_copy(update={"valid_at": edge.invalid_at, "invalid_at": edge.valid_at})
+
+
+def edge_key(edge: Edge, symmetric_types: frozenset[str]) -> tuple[str, str, str]:
+    """Identity of an edge for deduplication: symmetric types ignore direction."""
+    ends = (edge.source_entity_name, edge.target_entity_name)
+    if edge.relationship_type in symmetric_types:
+        ends = tuple(sorted(ends))
+    return (ends[0], ends[1], edge.relationship_type)
+
+
+def _dedupe(edges: list[Edge], symmetric_types: frozenset[str], warnings: list[ExtractionWarning]) -> list[Edge]:
+    """Keep the first edge of each (source, target, type); a later copy may only fill its null dates."""
+    kept: dict[tuple[str, str, str], Edge] = {}
+    for edge in edges:
+        key = edge_key(edge, symmetric_types)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = edge
+            continue
+        fill = {
+            name: getattr(edge, name)
+            for name in ("valid_at", "invalid_at")
+            if getattr(first, name) is None and getattr(edge, name) is not None
+        }
+        if fill:
+            kept[key] = first.model_copy(update=fill)
+        warnings.append(
+            ExtractionWarning(
+                code="duplicate",
+                message=f"dropped: duplicate of {key[0]} -{key[2]}-> {key[1]}"
+                + (f" (its {', '.join(fill)} kept)" if fill else ""),
+                edge=edge.to_json_dict(),
+            )
+        )
+    return list(kept.values())
+
+
+def postprocess(raw_edges: list[ExtractedEdge], episode: Episode) -> tuple[list[Edge], list[ExtractionWarning]]:
+    """Turn a model's raw edges into clean edges between the episode's entities, with warnings."""
+    warnings: list[ExtractionWarning] = []
+    index = EntityIndex([entity.name for entity in episode.entities])
+    symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
+    cleaned = [edge for raw in raw_edges if (edge := _clean_one(raw, index, warnings)) is not None]
+    ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
+    return _dedupe(ordered, symmetric, warnings), warnings
+
+
+def cap_attributes(
+    values: dict[str, AttributeValue], edge: Edge, warnings: list[ExtractionWarning]
+) -> dict[str, AttributeValue]:
+    """Cut attribute strings at MAX_ATTRIBUTE_CHARS and drop nulls (null = not stated)."""
+    capped: dict[str, AttributeValue] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS:
+            warnings.append(
+                ExtractionWarning(
+                    code="attribute_truncated",
+                    message=f"attribute {name!r} cut to {MAX_ATTRIBUTE_CHARS} characters",
+                    edge=edge.to_json_dict(),
+                )
+            )
+            value = value[:MAX_ATTRIBUTE_CHARS]
+        capped[name] = value
+    return capped

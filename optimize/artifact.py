@@ -1,0 +1,167 @@
+"""The compiled-program artifact: a directory with `program.json` (DSPy state) and `manifest.json`.
+
+State only, never pickle: loading an artifact runs no code from it. The manifest fingerprints the
+signatures' fields so that a program compiled for other inputs/outputs fails to load with a clear
+message instead of producing silently wrong prompts. Writes are atomic: a crash leaves the previous
+artifact (or none), never a half-written one that loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import dspy
+from pydantic import BaseModel, Field
+
+from edgewise.modules.extractor import EdgeExtractor
+
+PROGRAM_FILE: Final = "program.json"
+MANIFEST_FILE: Final = "manifest.json"
+SHIPPED_PACKAGE: Final = "edgewise.optimize"
+SHIPPED_FOLDER: Final = "compiled"
+
+
+class ArtifactError(ValueError):
+    """The artifact is missing, unreadable, or compiled for other signatures."""
+
+
+class Manifest(BaseModel):
+    """What was compiled, from what, with what result: enough to reproduce and to trust a program."""
+
+    edgewise_version: str
+    dspy_version: str
+    signature_fingerprints: dict[str, str]
+    task_model: str
+    teacher_model: str | None = None
+    optimizer: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    data_hashes: dict[str, str] = Field(default_factory=dict)
+    dev_score_before: float | None = None
+    dev_score_after: float | None = None
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+
+def _annotation_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation)
+
+
+def signature_fingerprints(program: dspy.Module) -> dict[str, str]:
+    """sha256 of each predictor's field names, roles and types (not its instructions, which are tuned)."""
+    fingerprints: dict[str, str] = {}
+    for name, predictor in program.named_predictors():
+        signature = predictor.signature
+        shape = [
+            [role, field_name, _annotation_name(field.annotation)]
+            for role, fields in (("in", signature.input_fields), ("out", signature.output_fields))
+            for field_name, field in fields.items()
+        ]
+        fingerprints[name] = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+    return fingerprints
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Path:
+    """Write the artifact atomically: build it in a sibling temp folder, then swap it in."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        program.save(str(staging / PROGRAM_FILE))
+        (staging / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n")
+        for file in staging.iterdir():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+        previous = out_dir.with_name(f".{out_dir.name}.previous")
+        if out_dir.exists():
+            shutil.rmtree(previous, ignore_errors=True)
+            out_dir.rename(previous)
+        staging.rename(out_dir)
+        shutil.rmtree(previous, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def shipped_programs() -> dict[str, Path]:
+    """Compiled programs that come with edgewise, by folder name."""
+    root = resources.files(SHIPPED_PACKAGE).joinpath(SHIPPED_FOLDER)
+    if not root.is_dir():
+        return {}
+    return {entry.name: Path(str(entry)) for entry in root.iterdir() if entry.joinpath(MANIFEST_FILE).is_file()}
+
+
+def resolve_artifact_dir(path_or_name: str | Path) -> Path:
+    path = Path(path_or_name)
+    if path.is_dir():
+        return path
+    shipped = shipped_programs()
+    if str(path_or_name) in shipped:
+        return shipped[str(path_or_name)]
+    known = ", ".join(sorted(shipped)) or "none"
+    raise ArtifactError(f"no compiled program at {str(path)!r} (shipped programs: {known})")
+
+
+def read_manifest(directory: Path) -> Manifest:
+    manifest_path = directory / MANIFEST_FILE
+    if not manifest_path.is_file() or not (directory / PROGRAM_FILE).is_file():
+        raise ArtifactError(f"{directory} is not a compiled program: it needs {PROGRAM_FILE} and {MANIFEST_FILE}")
+    try:
+        return Manifest.model_validate_json(manifest_path.read_text())
+    except ValueError as error:
+        raise ArtifactError(f"{manifest_path}: unreadable manifest: {error}") from error
+
+
+def load(path_or_name: str | Path) -> EdgeExtractor:
+    """A ready `EdgeExtractor` from a compiled artifact; the LM comes from the caller, not the file."""
+    import edgewise
+
+    directory = resolve_artifact_dir(path_or_name)
+    manifest = read_manifest(directory)
+    program = EdgeExtractor(max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)))
+    expected = signature_fingerprints(program)
+    if manifest.signature_fingerprints != expected:
+        changed = sorted(
+            name
+            for name in set(expected) | set(manifest.signature_fingerprints)
+            if expected.get(name) != manifest.signature_fingerprints.get(name)
+        )
+        raise ArtifactError(
+            f"{directory} was compiled for other signatures (differs in: {', '.join(changed)}); "
+            "recompile it with `edgewise optimize` for this edgewise version"
+        )
+    for name, built, running in (
+        ("edgewise", manifest.edgewise_version, edgewise.__version__),
+        ("dspy", manifest.dspy_version, dspy.__version__),
+    ):
+        if built != running:
+            warnings.warn(f"{directory} was compiled with {name} {built}, running {running}", stacklevel=2)
+    try:
+        program.load(str(directory / PROGRAM_FILE))
+    except Exception as error:
+        raise ArtifactError(f"{directory / PROGRAM_FILE}: cannot load program state: {error}") from error
+    return program
+
+
+def new_manifest(program: EdgeExtractor, **fields: Any) -> Manifest:
+    import edgewise
+
+    return Manifest(
+        edgewise_version=edgewise.__version__,
+        dspy_version=dspy.__version__,
+        signature_fingerprints=signature_fingerprints(program),
+        **fields,
+    )

@@ -1,0 +1,61 @@
+"""Fake language models for offline tests: scripted replies with real usage numbers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import dspy
+from litellm import ModelResponse
+
+Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+
+
+class ScriptedLM(dspy.BaseLM):
+    """Answers each call with `responder(messages, kwargs)` (or the next string of a list).
+
+    Usage is 10 prompt tokens per message and 1 completion token per 4 characters, so tests can check
+    accounting against numbers they compute themselves.
+    """
+
+    def __init__(self, replies: Responder | list[str], model: str = "fake/scripted") -> None:
+        super().__init__(model=model, model_type="chat", temperature=0.0, max_tokens=1000, cache=False)
+        self._replies = replies if callable(replies) else iter(replies)
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def forward(self, prompt: str | None = None, messages: list[dict[str, Any]] | None = None, **kwargs: Any):
+        messages = messages or [{"role": "user", "content": prompt or ""}]
+        with self._lock:
+            self.calls.append({"messages": messages, "kwargs": kwargs})
+            text = self._replies(messages, kwargs) if callable(self._replies) else next(self._replies)
+        return ModelResponse(
+            model=self.model,
+            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            usage={
+                "prompt_tokens": 10 * len(messages),
+                "completion_tokens": len(text) // 4,
+                "total_tokens": 10 * len(messages) + len(text) // 4,
+            },
+        )
+
+
+def edges_reply(*edges: dict[str, Any]) -> str:
+    """A JSONAdapter-style reply for ExtractEdges."""
+    return json.dumps({"edges": list(edges)})
+
+
+def edge(source: str, rel: str, target: str, fact: str = "a fact", **dates: str | None) -> dict[str, Any]:
+    return {"relationshipType": rel, "sourceEntityName": source, "targetEntityName": target, "fact": fact, **dates}
+
+
+def signature_of(messages: list[dict[str, Any]]) -> str:
+    """Which edgewise signature a DSPy-formatted request is for, from its output field names."""
+    text = "\n".join(str(m.get("content")) for m in messages)
+    if "missing_facts" in text and "extracted_facts" in text:
+        return "reflexion"
+    if "`attributes`" in text or '"attributes"' in text and "fact" in text and "edges" not in text:
+        return "attributes"
+    return "extract"
