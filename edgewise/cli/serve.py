@@ -1,0 +1,151 @@
+"""`edgewise serve`: the HTTP service (FastAPI on uvicorn) around a compiled program.
+
+The process opens the model once (`--model` / `--api-base`, or the managed local model), loads the
+program once, and answers `POST /v1/extract`, `POST /v1/extract/batch` and `GET /healthz` until it is
+stopped. Set `EDGEWISE_API_TOKEN` to require `Authorization: Bearer <token>` on the /v1/ routes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from typing import Final
+
+from edgewise.modules.lm import add_lm_arguments, config_from_args, open_lm
+from edgewise.programs import resolve_program
+from edgewise.service import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_ENTITIES,
+    DEFAULT_WORKERS,
+    create_app,
+)
+
+TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8765
+
+HELP = "serve extraction over HTTP: POST /v1/extract with the seed's context object"
+DESCRIPTION = f"""Serve a program over HTTP (FastAPI + uvicorn).
+
+POST /v1/extract takes the seed's context object (episodeContent, previousEpisodes, nodes or
+entities, referenceTime, edgeTypes, customPrompt) and returns {{"edges": [...]}} in the seed's
+shape plus "warnings" and "usage". POST /v1/extract/batch takes {{"episodes": [...]}} and answers
+each item on its own. GET /healthz says the service is up; the OpenAPI docs are at /docs.
+Set {TOKEN_ENV} to require "Authorization: Bearer <token>" on the /v1/ routes."""
+
+EXAMPLES = f"""examples:
+  edgewise serve --program runs/prog --model openai/gpt-4o-mini
+  {TOKEN_ENV}=s3cret edgewise serve --api-base http://127.0.0.1:8000/v1 --model qwen2.5-7b --workers 8
+  curl -s localhost:{DEFAULT_PORT}/v1/extract -H 'content-type: application/json' -d '{{"episodeContent":
+    "Ana joined Acme in 2021.", "nodes": ["Ana", "Acme"], "referenceTime": "2025-01-01T00:00:00Z"}}'"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help=HELP,
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--program",
+        default="default",
+        help="compiled program directory or shipped name, or default / seed / seed-structured "
+        "(default: default). Example: --program runs/prog",
+    )
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}, this machine only; 0.0.0.0 exposes it to the "
+        f"network, so set {TOKEN_ENV}). Example: --host 0.0.0.0",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}). Example: --port 9000",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help=f"extractions run at once; more requests wait (default {DEFAULT_WORKERS}). Example: --workers 16",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY_BYTES}). "
+        "Example: --max-body-bytes 4000000",
+    )
+    parser.add_argument(
+        "--max-entities",
+        type=int,
+        default=DEFAULT_MAX_ENTITIES,
+        help=f"most entities in one episode; more get 422 (default {DEFAULT_MAX_ENTITIES}). "
+        "Example: --max-entities 500",
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=DEFAULT_MAX_BATCH,
+        help=f"most episodes in one /v1/extract/batch call (default {DEFAULT_MAX_BATCH}). Example: --max-batch 16",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        default="info",
+        help="server log level (default info). Example: --log-level warning",
+    )
+    add_lm_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the model, load the program, serve until stopped (Ctrl-C); returns the exit status."""
+    import uvicorn
+
+    for flag in ("workers", "max_body_bytes", "max_entities", "max_batch"):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is None and not _is_loopback(args.host):
+        print(
+            f"edgewise serve: warning: listening on {args.host} without {TOKEN_ENV}; anyone who can reach "
+            "this port can spend your model budget",
+            file=sys.stderr,
+        )
+    config = config_from_args(args)
+    program = resolve_program(args.program)
+    with open_lm(config) as lm:
+        app = create_app(
+            program,
+            lm,
+            api_token=token,
+            max_body_bytes=args.max_body_bytes,
+            max_entities=args.max_entities,
+            workers=args.workers,
+            max_batch=args.max_batch,
+        )
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            server_header=False,
+            timeout_graceful_shutdown=10,
+        )
+    return 0

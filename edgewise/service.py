@@ -1,0 +1,674 @@
+"""The HTTP service: the seed's context object in, the seed's `{"edges": [...]}` out, over HTTP.
+
+A TypeScript app that built the seed prompt itself posts the same context object to
+`POST /v1/extract` and gets edges (plus warnings and usage) from the compiled program instead. The
+service is a thin layer: it validates the request into an `Episode`, runs the program in a bounded
+thread pool, and turns every failure into a JSON error with a status, a reason and no secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import threading
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from datetime import datetime
+from http import HTTPStatus
+from typing import Annotated, Any, Final
+
+import dspy
+from dspy.utils.exceptions import (
+    ContextWindowExceededError,
+    LMAuthError,
+    LMBillingError,
+    LMError,
+    LMRateLimitError,
+    LMServerError,
+    LMTimeoutError,
+    LMTransportError,
+)
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from edgewise.signatures.types import EdgeType, Entity, Episode, ExtractionResult, ExtractionWarning
+
+logger = logging.getLogger("edgewise.service")
+
+DEFAULT_MAX_BODY_BYTES: Final = 1_000_000
+DEFAULT_MAX_ENTITIES: Final = 200
+DEFAULT_MAX_BATCH: Final = 64
+DEFAULT_WORKERS: Final = 4
+API_PREFIX: Final = "/v1/"
+_MAX_MESSAGE_CHARS: Final = 600
+_MIN_SECRET_CHARS: Final = 4
+_SECRET_ENV_SUFFIXES: Final = ("_API_KEY", "_API_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_TOKEN")
+_MASK: Final = "***"
+# Key shapes worth masking even when the service was not told the key (a provider echoing one back).
+_KEY_PATTERNS: Final = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{6,}=*"),
+    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Errors: one JSON shape for every failure, in a whole response or in one batch item.
+
+
+class FieldProblem(BaseModel):
+    """One invalid request field: its path as a client writes it (`nodes[2].name`) and what is wrong."""
+
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """What went wrong: the HTTP status, a stable machine-readable reason, and a message for people."""
+
+    status: int
+    reason: str
+    message: str
+    fields: list[FieldProblem] = Field(default_factory=list)
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class ServiceError(Exception):
+    """A failure with the status and reason the client should see; its message is already redacted."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        fields: Sequence[FieldProblem] = (),
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.body = ErrorBody(status=status, reason=reason, message=message, fields=list(fields))
+        self.headers = headers or {}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(
+            status_code=self.body.status,
+            content=ErrorResponse(error=self.body).model_dump(mode="json"),
+            headers=self.headers,
+        )
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every known secret and every key-shaped string replaced by `***`, and capped."""
+    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_CHARS}, key=len, reverse=True):
+        text = text.replace(secret, _MASK)
+    for pattern in _KEY_PATTERNS:
+        text = pattern.sub(lambda match: (match.group(1) if match.groups() else "") + _MASK, text)
+    if len(text) > _MAX_MESSAGE_CHARS:
+        text = text[:_MAX_MESSAGE_CHARS] + "..."
+    return text
+
+
+def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
+    """Secrets the service must never echo: the LM's key, the service token, key-like env variables."""
+    found = {api_token or ""}
+    if lm is not None:
+        found.add(str(getattr(lm, "kwargs", {}).get("api_key") or ""))
+    found.update(value for name, value in os.environ.items() if name.upper().endswith(_SECRET_ENV_SUFFIXES))
+    return {secret for secret in found if len(secret) >= _MIN_SECRET_CHARS}
+
+
+def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
+    """Map an exception from running the program to what the client sees.
+
+    The provider being slow, rate-limited or unreachable is 503 (try again later; `Retry-After` when the
+    provider gave one); the provider answering with an error or nonsense is 502; a prompt longer than
+    the model's context is the request's fault (422). Anything else is a 500.
+    """
+    text = redact(f"{type(error).__name__}: {error}", secrets)
+    if isinstance(error, ContextWindowExceededError):
+        return ServiceError(
+            422,
+            "context_window_exceeded",
+            f"the episode does not fit the model's context window; shorten episodeContent or "
+            f"previousEpisodes ({text})",
+            fields=[FieldProblem(field="episodeContent", message="too long for the model's context window")],
+        )
+    if isinstance(error, LMRateLimitError):
+        headers = {}
+        if error.retry_after is not None and error.retry_after >= 0:
+            headers["Retry-After"] = str(max(1, round(error.retry_after)))
+        return ServiceError(
+            503,
+            "provider_rate_limited",
+            f"the model provider rate-limited the call ({text})",
+            headers=headers,
+        )
+    if isinstance(error, LMTimeoutError | TimeoutError):
+        return ServiceError(503, "provider_timeout", f"the model provider did not answer in time ({text})")
+    if isinstance(error, LMTransportError):
+        return ServiceError(503, "provider_unreachable", f"could not reach the model provider ({text})")
+    if isinstance(error, LMServerError):
+        return ServiceError(502, "provider_server_error", f"the model provider failed ({text})")
+    if isinstance(error, LMAuthError | LMBillingError):
+        return ServiceError(
+            502, "provider_auth_failed", f"the model provider refused this server's credentials ({text})"
+        )
+    if isinstance(error, LMError) or type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
+        return ServiceError(502, "provider_error", f"the model provider call failed ({text})")
+    return ServiceError(500, "internal_error", f"extraction failed ({text})")
+
+
+def _field_path(location: Sequence[str | int]) -> str:
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def field_problems(
+    errors: Iterable[dict[str, Any]], *, drop_prefix: str | None = "body", under: Sequence[str | int] = ()
+) -> list[FieldProblem]:
+    """Pydantic/FastAPI error records as `nodes[0].name: Field required`-style problems.
+
+    `under` is prepended to every path (a batch item's errors read `episodes[3].nodes[0].name`).
+    """
+    problems: list[FieldProblem] = []
+    for record in errors:
+        location = list(record.get("loc") or ())
+        if drop_prefix is not None and location[:1] == [drop_prefix]:
+            location = location[1:]
+        location = [*under, *location]
+        message = str(record.get("msg") or "invalid")
+        if record.get("type") == "json_invalid":
+            message = "request body is not valid JSON: " + str(
+                (record.get("ctx") or {}).get("error", message)
+            )
+            location = list(under)
+        problems.append(FieldProblem(field=_field_path(location), message=message))
+    return problems
+
+
+def invalid_request(problems: Sequence[FieldProblem]) -> ServiceError:
+    summary = "; ".join(f"{problem.field}: {problem.message}" for problem in problems[:5])
+    if len(problems) > 5:
+        summary += f"; and {len(problems) - 5} more"
+    return ServiceError(422, "invalid_request", f"invalid request: {summary}", fields=problems)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The request: the seed's context object, validated field by field.
+
+
+def _name_as_node(value: Any) -> Any:
+    """The seed's `nodes` may be plain names; they mean `{"name": ...}`."""
+    return {"name": value} if isinstance(value, str) else value
+
+
+def _object_as_text(value: Any) -> Any:
+    """A previous episode given as an object is shown to the model as its JSON, as the seed does."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+
+
+def _edge_types_as_list(value: Any) -> Any:
+    """The seed's `edgeTypes` object (name -> description, or name -> EdgeType fields) as a list."""
+    if not isinstance(value, dict):
+        return value
+    return [
+        {"name": name, "description": spec} if not isinstance(spec, dict) else {"name": name, **spec}
+        for name, spec in value.items()
+    ]
+
+
+class NodeIn(BaseModel):
+    """An entity of the episode. Only `name`, `type` and `summary` are read; other fields are reported."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(
+        min_length=1, description="the entity's name, as edges must spell it", examples=["Alice"]
+    )
+    type: str | None = Field(default=None, description="optional entity type", examples=["Person"])
+    summary: str | None = Field(default=None, description="optional one-line description")
+
+
+Node = Annotated[NodeIn, BeforeValidator(_name_as_node)]
+PreviousEpisode = Annotated[str, BeforeValidator(_object_as_text)]
+
+
+class ExtractRequest(BaseModel):
+    """The seed's context object (`extractEdges.ts`): camelCase, `nodes` or its synonym `entities`."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "episodeContent": "Alice joined Acme as CTO in March 2024.",
+                    "previousEpisodes": [],
+                    "nodes": [{"name": "Alice", "type": "Person"}, {"name": "Acme", "type": "Organization"}],
+                    "referenceTime": "2025-04-30T00:00:00Z",
+                    "edgeTypes": {"WORKS_AT": "a person is employed by an organization"},
+                    "customPrompt": "",
+                }
+            ]
+        },
+    )
+
+    episode_content: str = Field(description="CURRENT EPISODE: the text to extract facts from")
+    previous_episodes: list[PreviousEpisode] = Field(
+        default_factory=list, description="earlier episodes, for disambiguation only"
+    )
+    nodes: list[Node] | None = Field(
+        default=None, description="the entities edges may connect: objects with `name`, or plain names"
+    )
+    entities: list[Node] | None = Field(default=None, description="synonym of `nodes`; give one of the two")
+    reference_time: datetime = Field(description="ISO 8601 time of the episode, e.g. 2025-04-30T00:00:00Z")
+    edge_types: Annotated[list[EdgeType], BeforeValidator(_edge_types_as_list)] | None = Field(
+        default=None,
+        description="relationship types: the seed's object name -> description, or EdgeType objects",
+    )
+    custom_prompt: str | None = Field(default="", description="extra instructions appended to the task")
+
+    @model_validator(mode="after")
+    def _one_entity_list(self) -> ExtractRequest:
+        if self.nodes is not None and self.entities is not None:
+            raise ValueError("give `nodes` or `entities`, not both")
+        return self
+
+    @property
+    def entity_field(self) -> str:
+        return "entities" if self.entities is not None else "nodes"
+
+    def node_list(self) -> list[NodeIn]:
+        return list(self.entities if self.entities is not None else self.nodes or [])
+
+
+class BatchRequest(BaseModel):
+    """Many episodes in one call; each item is validated and answered on its own."""
+
+    episodes: list[Any] = Field(
+        description="ExtractRequest objects; an invalid item gets its own error, the others still run",
+        json_schema_extra={"items": {"$ref": "#/components/schemas/ExtractRequest"}},
+    )
+
+
+class BatchItem(BaseModel):
+    """The answer for `episodes[index]`: a result when `ok`, else the error that item alone got."""
+
+    index: int
+    ok: bool
+    result: ExtractionResult | None = None
+    error: ErrorBody | None = None
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchItem]
+
+
+class Health(BaseModel):
+    status: str
+    program: str
+    model: str | None
+    workers: int
+
+
+def to_episode(request: ExtractRequest, *, max_entities: int) -> tuple[Episode, list[ExtractionWarning]]:
+    """The `Episode` a request describes, and warnings for the fields it ignored."""
+    nodes = request.node_list()
+    if len(nodes) > max_entities:
+        problem = FieldProblem(
+            field=request.entity_field,
+            message=f"{len(nodes)} entities; this server accepts at most {max_entities} (--max-entities)",
+        )
+        raise invalid_request([problem])
+    warnings: list[ExtractionWarning] = []
+    if request.model_extra:
+        warnings.append(_ignored_warning("request", request.model_extra))
+    for position, node in enumerate(nodes):
+        if node.model_extra:
+            warnings.append(_ignored_warning(f"{request.entity_field}[{position}]", node.model_extra))
+    try:
+        episode = Episode(
+            episode_content=request.episode_content,
+            previous_episodes=list(request.previous_episodes),
+            entities=[Entity(name=node.name, type=node.type, summary=node.summary) for node in nodes],
+            reference_time=request.reference_time,
+            edge_types=list(request.edge_types or []),
+            custom_prompt=request.custom_prompt or "",
+        )
+    except ValidationError as error:
+        raise invalid_request(field_problems(error.errors(), drop_prefix=None)) from None
+    return episode, warnings
+
+
+def _ignored_warning(where: str, extra: dict[str, Any]) -> ExtractionWarning:
+    names = ", ".join(sorted(extra))
+    return ExtractionWarning(code="ignored_field", message=f"{where}: ignored unknown fields {names}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Guard: bearer token and body size, checked before the body is read or parsed.
+
+
+class _GuardMiddleware:
+    """Pure ASGI middleware: 401 without the token, 413 past the size limit, before any parsing.
+
+    The body is buffered up to the limit and replayed to the app, so a chunked upload without a
+    Content-Length is held to the same limit as one with it.
+    """
+
+    def __init__(self, app: Any, *, api_token: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self.api_token = api_token
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(API_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+        }
+        if self.api_token is not None and not _token_matches(
+            headers.get("authorization", ""), self.api_token
+        ):
+            error = ServiceError(
+                401,
+                "unauthorized",
+                "missing or wrong bearer token: send the header `Authorization: Bearer <EDGEWISE_API_TOKEN>`",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await error.response()(scope, receive, send)
+            return
+        declared = headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await ServiceError(400, "bad_request", "Content-Length is not a number").response()(
+                    scope, receive, send
+                )
+                return
+            if int(declared) > self.max_body_bytes:
+                await self._too_large(int(declared), scope, receive, send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await self._too_large(size, scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = FieldProblem(
+                field="body", message=f"not valid UTF-8 at byte {error.start}; JSON must be UTF-8"
+            )
+            await invalid_request([problem]).response()(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, size: int, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        error = ServiceError(
+            413,
+            "body_too_large",
+            f"request body has at least {size} bytes; this server accepts at most {self.max_body_bytes} "
+            "(--max-body-bytes)",
+            headers={"Connection": "close"},
+        )
+        await error.response()(scope, receive, send)
+
+
+def _token_matches(header: str, token: str) -> bool:
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+# ---------------------------------------------------------------------------------------------------
+# The app.
+
+
+class _Runner:
+    """Runs the program in a bounded thread pool under the service's LM; one per app."""
+
+    def __init__(self, program: dspy.Module, lm: dspy.BaseLM | None, workers: int, secrets: set[str]) -> None:
+        self.program = program
+        self.lm = lm
+        self.workers = workers
+        self.secrets = secrets
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.workers, thread_name_prefix="edgewise-serve"
+                )
+            return self._executor
+
+    def shutdown(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def _lm_scope(self) -> AbstractContextManager[Any]:
+        if self.lm is None:
+            return nullcontext()
+        from edgewise.modules.lm import lm_context
+
+        return lm_context(self.lm)
+
+    def _extract_sync(self, episode: Episode) -> ExtractionResult:
+        with self._lm_scope():
+            prediction = self.program(episode=episode)
+        result = getattr(prediction, "result", None)
+        if not isinstance(result, ExtractionResult):
+            raise TypeError(
+                f"the program returned {type(result).__name__} as .result, not an ExtractionResult"
+            )
+        return result
+
+    async def extract(self, episode: Episode) -> ExtractionResult:
+        """The program's result, or a `ServiceError` saying why not (secrets removed, failure logged)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.executor(), self._extract_sync, episode)
+        except Exception as error:  # noqa: BLE001 - every failure becomes a status and a reason
+            failure = provider_failure(error, self.secrets)
+            if failure.body.status >= 500 and failure.body.reason == "internal_error":
+                trace = "".join(traceback.format_exception(error))
+                logger.error("extraction failed: %s", redact(trace, self.secrets).replace("\n", " | "))
+            else:
+                logger.warning("extraction failed: %s: %s", failure.body.reason, failure.body.message)
+            raise failure from None
+
+
+def create_app(
+    program: dspy.Module,
+    lm: dspy.BaseLM | None,
+    *,
+    api_token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_entities: int = DEFAULT_MAX_ENTITIES,
+    workers: int = DEFAULT_WORKERS,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> FastAPI:
+    """The edgewise HTTP app around `program` (called as `program(episode=...)`, returning `.result`).
+
+    `lm` is the model the program runs with (None: whatever `dspy.configure` set). `api_token`, when
+    set, is required as `Authorization: Bearer <token>` on every `/v1/` route. At most `workers`
+    extractions run at once; other requests wait for a free worker.
+    """
+    for name, value in (
+        ("max_body_bytes", max_body_bytes),
+        ("max_entities", max_entities),
+        ("workers", workers),
+        ("max_batch", max_batch),
+    ):
+        if value < 1:
+            raise ValueError(f"create_app: {name} must be at least 1, got {value}")
+    runner = _Runner(program, lm, workers, known_secrets(lm, api_token))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> Any:
+        try:
+            yield
+        finally:
+            runner.shutdown()
+
+    app = FastAPI(
+        title="edgewise",
+        version=_package_version(),
+        description=(
+            "Knowledge-graph edge extraction. `POST /v1/extract` takes the context object of the seed prompt "
+            "(episodeContent, previousEpisodes, nodes, referenceTime, edgeTypes, customPrompt) and returns "
+            '`{"edges": [...]}` in the seed\'s shape, with warnings and per-step usage.'
+            + (" Every /v1/ route needs `Authorization: Bearer <token>`." if api_token else "")
+        ),
+        lifespan=lifespan,
+    )
+    app.add_middleware(_GuardMiddleware, api_token=api_token, max_body_bytes=max_body_bytes)
+    security = [HTTPBearer(auto_error=False)] if api_token else []
+    error_responses: dict[int | str, dict[str, Any]] = {
+        status: {"model": ErrorResponse, "description": description}
+        for status, description in (
+            (401, "missing or wrong bearer token"),
+            (413, "request body over --max-body-bytes"),
+            (422, "invalid field (named in error.fields), or too many entities"),
+            (502, "the model provider failed or answered nonsense"),
+            (503, "the model provider is rate-limiting, slow or unreachable; retry later"),
+        )
+    }
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(_request: Request, error: ServiceError) -> JSONResponse:
+        return error.response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        reason = HTTPStatus(error.status_code).phrase.lower().replace(" ", "_")
+        return ServiceError(error.status_code, reason, str(error.detail), headers=error.headers).response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return invalid_request(field_problems(error.errors())).response()
+
+    async def extract_one(request: ExtractRequest) -> ExtractionResult:
+        episode, warnings = to_episode(request, max_entities=max_entities)
+        result = await runner.extract(episode)
+        if warnings:
+            result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
+        return result
+
+    @app.post(
+        "/v1/extract",
+        response_model=ExtractionResult,
+        responses=error_responses,
+        dependencies=[*map(_as_dependency, security)],
+        summary="Extract edges from one episode",
+    )
+    async def extract(request: ExtractRequest) -> JSONResponse:
+        result = await extract_one(request)
+        return JSONResponse(result.to_json_dict())
+
+    @app.post(
+        "/v1/extract/batch",
+        response_model=BatchResponse,
+        responses=error_responses,
+        dependencies=[*map(_as_dependency, security)],
+        summary="Extract edges from many episodes; one bad item never fails the others",
+    )
+    async def extract_batch(request: BatchRequest) -> JSONResponse:
+        if len(request.episodes) > max_batch:
+            problem = FieldProblem(
+                field="episodes",
+                message=f"{len(request.episodes)} episodes; this server accepts at most {max_batch} (--max-batch)",
+            )
+            raise invalid_request([problem])
+
+        async def one(index: int, raw: Any) -> dict[str, Any]:
+            try:
+                parsed = ExtractRequest.model_validate(raw)
+                result = await extract_one(parsed)
+            except ValidationError as error:
+                failure = invalid_request(
+                    field_problems(error.errors(), drop_prefix=None, under=("episodes", index))
+                )
+            except ServiceError as error:
+                failure = error
+            else:
+                return {"index": index, "ok": True, "result": result.to_json_dict(), "error": None}
+            return {
+                "index": index,
+                "ok": False,
+                "result": None,
+                "error": failure.body.model_dump(mode="json"),
+            }
+
+        results = await asyncio.gather(*(one(index, raw) for index, raw in enumerate(request.episodes)))
+        return JSONResponse({"results": list(results)})
+
+    @app.get("/healthz", response_model=Health, summary="Liveness: the service is up and which model it uses")
+    async def healthz() -> Health:
+        return Health(
+            status="ok",
+            program=type(program).__name__,
+            model=getattr(lm, "model", None),
+            workers=workers,
+        )
+
+    return app
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("edgewise")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _as_dependency(scheme: HTTPBearer) -> Any:
+    """Declares the bearer scheme in the OpenAPI document; the middleware does the checking."""
+    from fastapi import Depends
+
+    return Depends(scheme)

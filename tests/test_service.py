@@ -1,0 +1,482 @@
+"""`edgewise serve`: the seed's context object in, the seed's edges out; every failure a status, a
+reason and no secret. Most tests use a fake program; the last ones run the real `EdgeExtractor`
+against the mock OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import dspy
+import pytest
+from dspy.utils.exceptions import (
+    ContextWindowExceededError,
+    LMAuthError,
+    LMRateLimitError,
+    LMServerError,
+    LMTimeoutError,
+    LMTransportError,
+)
+from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
+from fastapi.testclient import TestClient
+from mock_openai import MockOpenAIServer
+
+from edgewise.cli import serve as serve_cli
+from edgewise.service import create_app, redact
+
+SEED_CONTEXT: dict[str, Any] = {
+    "episodeContent": "Alice joined Acme as CTO in March 2024.",
+    "previousEpisodes": ["Alice was looking for a job.", {"content": "She met Bob.", "time": "2024-01-02"}],
+    "nodes": [{"name": "Alice", "type": "Person"}, "Acme"],
+    "referenceTime": "2025-04-30T10:00:00Z",
+    "edgeTypes": {"WORKS_AT": "a person is employed by an organization"},
+    "customPrompt": "Prefer employment facts.",
+}
+SECRET_KEY = "sk-live-0123456789abcdef"
+PLAIN_SECRET = "hunter2-correct-horse"
+
+Failure = Exception | Callable[[Episode], Exception | None] | None
+
+
+class FakeProgram(dspy.Module):
+    """Links the first two entities with WORKS_AT, or raises the failure it was given."""
+
+    def __init__(self, failure: Failure = None, delay: float = 0.0) -> None:
+        super().__init__()
+        self.failure = failure
+        self.delay = delay
+        self.seen: list[Episode] = []
+        self.lms_seen: list[Any] = []
+        self.active = 0
+        self.most_active = 0
+        self._lock = threading.Lock()
+
+    def forward(self, episode: Episode) -> dspy.Prediction:
+        with self._lock:
+            self.seen.append(episode)
+            self.lms_seen.append(dspy.settings.lm)
+            self.active += 1
+            self.most_active = max(self.most_active, self.active)
+        try:
+            time.sleep(self.delay)
+            error = self.failure(episode) if callable(self.failure) else self.failure
+            if error is not None:
+                raise error
+            edges = []
+            if len(episode.entities) >= 2:
+                edges.append(
+                    Edge(
+                        relationship_type="WORKS_AT",
+                        source_entity_name=episode.entities[0].name,
+                        target_entity_name=episode.entities[1].name,
+                        fact=episode.episode_content,
+                        valid_at=episode.reference_time,
+                    )
+                )
+            result = ExtractionResult(
+                edges=edges, usage={"extract": StepUsage(calls=1, prompt_tokens=120, completion_tokens=30)}
+            )
+            return dspy.Prediction(edges=edges, result=result)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def _client(program: dspy.Module | None = None, lm: dspy.BaseLM | None = None, **settings: Any) -> TestClient:
+    return TestClient(create_app(program or FakeProgram(), lm, **settings))
+
+
+def _error(response: Any) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}
+    return body["error"]
+
+
+def test_seed_context_in_seed_edges_out() -> None:
+    program = FakeProgram()
+    lm = dspy.LM("openai/mock", api_key=SECRET_KEY, cache=False)
+    with _client(program, lm) as client:
+        response = client.post("/v1/extract", json=SEED_CONTEXT)
+    assert response.status_code == 200
+    assert response.json() == {
+        "edges": [
+            {
+                "relationshipType": "WORKS_AT",
+                "sourceEntityName": "Alice",
+                "targetEntityName": "Acme",
+                "fact": "Alice joined Acme as CTO in March 2024.",
+                "validAt": "2025-04-30T10:00:00Z",
+                "invalidAt": None,
+                "attributes": {},
+            }
+        ],
+        "warnings": [],
+        "usage": {"extract": {"calls": 1, "promptTokens": 120, "completionTokens": 30}},
+        "parseFailures": 0,
+    }
+    (episode,) = program.seen
+    assert [(entity.name, entity.type) for entity in episode.entities] == [
+        ("Alice", "Person"),
+        ("Acme", None),
+    ]
+    assert [(edge_type.name, edge_type.description) for edge_type in episode.edge_types] == [
+        ("WORKS_AT", "a person is employed by an organization")
+    ]
+    assert episode.previous_episodes[1] == '{"content": "She met Bob.", "time": "2024-01-02"}'
+    assert episode.custom_prompt == "Prefer employment facts."
+    assert program.lms_seen == [lm]
+
+
+def test_entities_synonym_edge_type_objects_and_snake_case() -> None:
+    program = FakeProgram()
+    request = {
+        "episode_content": "Bob founded Initech.",
+        "entities": [{"name": "Bob"}, {"name": "Initech", "summary": "a company"}],
+        "reference_time": "2025-01-01T00:00:00+02:00",
+        "edgeTypes": [{"name": "FOUNDED", "description": "started a company", "symmetric": False}],
+        "customPrompt": None,
+    }
+    with _client(program) as client:
+        response = client.post("/v1/extract", json=request)
+    assert response.status_code == 200, response.text
+    assert response.json()["edges"][0]["validAt"] == "2024-12-31T22:00:00Z"
+    (episode,) = program.seen
+    assert episode.entities[1].summary == "a company"
+    assert episode.edge_types[0].name == "FOUNDED"
+    assert episode.custom_prompt == ""
+
+
+def test_unknown_fields_are_reported_as_warnings_not_dropped_silently() -> None:
+    request = dict(
+        SEED_CONTEXT, userId="u-1", nodes=[{"name": "Alice", "uuid": "n1", "labels": ["Person"]}, "Acme"]
+    )
+    with _client() as client:
+        warnings = client.post("/v1/extract", json=request).json()["warnings"]
+    assert [(w["code"], w["message"]) for w in warnings] == [
+        ("ignored_field", "request: ignored unknown fields userId"),
+        ("ignored_field", "nodes[0]: ignored unknown fields labels, uuid"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"episodeContent": None}, "episodeContent"),
+        ({"referenceTime": "yesterday-ish"}, "referenceTime"),
+        ({"nodes": [{"name": "Alice"}, {"name": ""}]}, "nodes[1].name"),
+        ({"nodes": [{"type": "Person"}]}, "nodes[0].name"),
+        ({"edgeTypes": [{"name": "WORKS_AT", "colour": "red"}]}, "edgeTypes[0].colour"),
+        ({"previousEpisodes": [3]}, "previousEpisodes[0]"),
+        ({"entities": ["Alice"]}, "body"),  # both nodes and entities
+    ],
+)
+def test_validation_errors_are_422_naming_the_field(change: dict[str, Any], field: str) -> None:
+    request = {key: value for key, value in {**SEED_CONTEXT, **change}.items() if value is not None}
+    program = FakeProgram()
+    with _client(program) as client:
+        response = client.post("/v1/extract", json=request)
+    assert response.status_code == 422
+    error = _error(response)
+    assert error["reason"] == "invalid_request"
+    assert field in [problem["field"] for problem in error["fields"]]
+    assert field in error["message"]
+    assert program.seen == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"episodeContent": "x", ',
+        b'{"episodeContent": "\xff\xfe", "referenceTime": "2025-01-01"}',
+        b"[1, 2]",
+    ],
+)
+def test_malformed_bodies_are_422_not_500(body: bytes) -> None:
+    with _client() as client:
+        response = client.post("/v1/extract", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert _error(response)["fields"]
+
+
+def test_entity_limit_is_422_on_the_entity_field() -> None:
+    with _client(max_entities=3) as client:
+        ok = client.post("/v1/extract", json=dict(SEED_CONTEXT, nodes=["A", "B", "C"]))
+        too_many = client.post(
+            "/v1/extract", json=dict(SEED_CONTEXT, entities=["A", "B", "C", "D"], nodes=None)
+        )
+    assert ok.status_code == 200
+    assert too_many.status_code == 422
+    error = _error(too_many)
+    assert error["fields"][0]["field"] == "entities"
+    assert "at most 3" in error["message"]
+
+
+def test_body_size_limit_is_413_with_and_without_content_length() -> None:
+    program = FakeProgram()
+    with _client(program, max_body_bytes=2_000) as client:
+        small = client.post("/v1/extract", json=SEED_CONTEXT)
+        big = client.post("/v1/extract", json=dict(SEED_CONTEXT, episodeContent="x" * 5_000))
+        chunks = [
+            json.dumps(dict(SEED_CONTEXT, episodeContent="y" * 5_000)).encode()[i : i + 500]
+            for i in range(0, 6_000, 500)
+        ]
+        chunked = client.post(
+            "/v1/extract", content=iter(chunks), headers={"content-type": "application/json"}
+        )
+    assert small.status_code == 200
+    assert big.status_code == 413
+    assert _error(big)["reason"] == "body_too_large"
+    assert chunked.status_code == 413
+    assert len(program.seen) == 1
+
+
+def test_bearer_token_guards_v1_routes_only() -> None:
+    with _client(api_token=PLAIN_SECRET) as client:
+        missing = client.post("/v1/extract", json=SEED_CONTEXT)
+        wrong = client.post("/v1/extract", json=SEED_CONTEXT, headers={"Authorization": "Bearer nope"})
+        unparsed = client.post(
+            "/v1/extract", content=b"{not json", headers={"content-type": "application/json"}
+        )
+        right = client.post(
+            "/v1/extract", json=SEED_CONTEXT, headers={"Authorization": f"Bearer {PLAIN_SECRET}"}
+        )
+        batch = client.post("/v1/extract/batch", json={"episodes": []})
+        health = client.get("/healthz")
+    for response in (missing, wrong, unparsed, batch):
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert _error(response)["reason"] == "unauthorized"
+        assert PLAIN_SECRET not in response.text
+    assert right.status_code == 200
+    assert health.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "reason"),
+    [
+        (LMRateLimitError("slow down", status=429, retry_after=2.2), 503, "provider_rate_limited"),
+        (LMTimeoutError("timed out", status=408), 503, "provider_timeout"),
+        (TimeoutError("deadline"), 503, "provider_timeout"),
+        (LMTransportError("connection reset"), 503, "provider_unreachable"),
+        (LMServerError("upstream 500", status=500), 502, "provider_server_error"),
+        (LMAuthError("bad key", status=401), 502, "provider_auth_failed"),
+        (ContextWindowExceededError(model="mock"), 422, "context_window_exceeded"),
+        (RuntimeError("bug in a step"), 500, "internal_error"),
+    ],
+)
+def test_program_failures_map_to_status_and_reason(failure: Exception, status: int, reason: str) -> None:
+    with _client(FakeProgram(failure)) as client:
+        response = client.post("/v1/extract", json=SEED_CONTEXT)
+    assert response.status_code == status
+    error = _error(response)
+    assert (error["status"], error["reason"]) == (status, reason)
+    assert type(failure).__name__ in error["message"]
+    if reason == "provider_rate_limited":
+        assert response.headers["retry-after"] == "2"
+
+
+def test_api_keys_never_reach_responses_or_logs(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "env-provider-key-987654")
+    lm = dspy.LM("openai/mock", api_key=PLAIN_SECRET, cache=False)
+    failures = [
+        LMAuthError(
+            f"Incorrect API key provided: {PLAIN_SECRET}. Header was Authorization: Bearer {PLAIN_SECRET}"
+        ),
+        LMServerError(f"echo of {SECRET_KEY} and api_key={SECRET_KEY}"),
+        RuntimeError("env-provider-key-987654 leaked in a bug"),
+    ]
+    program = FakeProgram(lambda episode: failures[len(program.seen) - 1])
+    with caplog.at_level(logging.DEBUG), _client(program, lm) as client:
+        bodies = [client.post("/v1/extract", json=SEED_CONTEXT).text for _ in failures]
+    for text in [*bodies, caplog.text]:
+        for secret in (PLAIN_SECRET, SECRET_KEY, "env-provider-key-987654"):
+            assert secret not in text
+    assert "***" in bodies[0]
+    assert "provider_auth_failed" in bodies[0]
+
+
+def test_redact_masks_known_and_key_shaped_secrets() -> None:
+    assert redact(f"key {PLAIN_SECRET} here", [PLAIN_SECRET]) == "key *** here"
+    assert redact(f"bad {SECRET_KEY}!") == "bad ***!"
+    assert redact('{"api_key": "abcd1234"}') == '{"api_key": "***"}'
+    assert redact("nothing secret") == "nothing secret"
+
+
+def test_batch_answers_each_item_and_never_fails_the_whole_call() -> None:
+    def failure(episode: Episode) -> Exception | None:
+        return LMRateLimitError("busy", retry_after=1) if "busy" in episode.episode_content else None
+
+    program = FakeProgram(failure)
+    episodes = [
+        SEED_CONTEXT,
+        {key: value for key, value in SEED_CONTEXT.items() if key != "referenceTime"},
+        dict(SEED_CONTEXT, episodeContent="busy day"),
+        "not an object",
+        dict(SEED_CONTEXT, nodes=["A", "B", "C", "D", "E"]),
+    ]
+    with _client(program, max_entities=4) as client:
+        response = client.post("/v1/extract/batch", json={"episodes": episodes})
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [(item["index"], item["ok"]) for item in results] == [
+        (0, True),
+        (1, False),
+        (2, False),
+        (3, False),
+        (4, False),
+    ]
+    assert results[0]["result"]["edges"][0]["relationshipType"] == "WORKS_AT"
+    assert results[1]["error"]["fields"][0]["field"] == "episodes[1].referenceTime"
+    assert (results[2]["error"]["status"], results[2]["error"]["reason"]) == (503, "provider_rate_limited")
+    assert results[3]["error"]["status"] == 422
+    assert results[4]["error"]["fields"][0]["field"] == "nodes"
+
+
+def test_batch_size_limit_and_shape_errors() -> None:
+    with _client(max_batch=2) as client:
+        too_many = client.post("/v1/extract/batch", json={"episodes": [SEED_CONTEXT] * 3})
+        wrong_shape = client.post("/v1/extract/batch", json={"items": []})
+    assert too_many.status_code == 422
+    assert _error(too_many)["fields"][0]["field"] == "episodes"
+    assert wrong_shape.status_code == 422
+    assert _error(wrong_shape)["fields"][0]["field"] == "episodes"
+
+
+def test_workers_bound_how_many_extractions_run_at_once() -> None:
+    program = FakeProgram(delay=0.05)
+    with _client(program, workers=2) as client:
+        response = client.post("/v1/extract/batch", json={"episodes": [SEED_CONTEXT] * 6})
+    assert all(item["ok"] for item in response.json()["results"])
+    assert program.most_active == 2
+
+
+def test_healthz_and_openapi_docs() -> None:
+    lm = dspy.LM("openai/mock-model", api_key=SECRET_KEY, cache=False)
+    with _client(lm=lm, workers=3) as client:
+        health = client.get("/healthz").json()
+        schema = client.get("/openapi.json").json()
+        docs = client.get("/docs")
+    assert health == {"status": "ok", "program": "FakeProgram", "model": "openai/mock-model", "workers": 3}
+    assert {"/v1/extract", "/v1/extract/batch", "/healthz"} <= set(schema["paths"])
+    assert "episodeContent" in schema["components"]["schemas"]["ExtractRequest"]["properties"]
+    assert docs.status_code == 200
+    assert SECRET_KEY not in json.dumps(schema) + json.dumps(health)
+
+
+def test_create_app_refuses_nonsense_limits() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        create_app(FakeProgram(), None, workers=0)
+
+
+# --- the CLI and the real program against the mock OpenAI-compatible server ---------------------------
+
+EDGES_REPLY = json.dumps(
+    {
+        "edges": [
+            {
+                "relationshipType": "WORKS_AT",
+                "sourceEntityName": "Alice",
+                "targetEntityName": "Acme",
+                "fact": "Alice joined Acme as CTO in March 2024.",
+                "validAt": "2024-03-01T00:00:00Z",
+                "invalidAt": None,
+            }
+        ]
+    }
+)
+
+
+def _serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="edgewise")
+    serve_cli.register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+def test_every_serve_flag_has_help_with_an_example() -> None:
+    parser = argparse.ArgumentParser(prog="edgewise")
+    serve_cli.register(parser.add_subparsers(dest="command"))
+    serve_parser = parser._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
+    flags = [action for action in serve_parser._actions if action.option_strings and action.dest != "help"]
+    assert {"--program", "--host", "--port", "--workers", "--max-body-bytes", "--max-entities"} <= {
+        action.option_strings[0] for action in flags
+    }
+    for action in flags:
+        assert "Example: " + action.option_strings[0] in (action.help or ""), action.option_strings
+    args = _serve_args()
+    assert (args.host, args.program, args.func) == ("127.0.0.1", "default", serve_cli.run)
+
+
+def _run_serve(monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[Any, dict[str, Any]]:
+    captured: dict[str, Any] = {}
+
+    def fake_uvicorn_run(app: Any, **kwargs: Any) -> None:
+        captured["app"] = app
+        captured.update(kwargs)
+
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", fake_uvicorn_run)
+    assert serve_cli.run(_serve_args(*argv)) == 0
+    return captured.pop("app"), captured
+
+
+def test_serve_runs_the_real_extractor_against_an_openai_compatible_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
+    with MockOpenAIServer(content=EDGES_REPLY, faults=[None, "429"], retry_after=3) as server:
+        app, settings = _run_serve(
+            monkeypatch,
+            "--model", "openai/mock", "--api-base", server.api_base, "--api-key", SECRET_KEY,
+            "--max-retries", "0", "--no-cache", "--port", "9123", "--workers", "2",
+        )  # fmt: skip
+        with TestClient(app) as client:
+            ok = client.post("/v1/extract", json=SEED_CONTEXT)
+            limited = client.post("/v1/extract", json=SEED_CONTEXT)
+        prompts = [json.dumps(body) for body in server.requests]
+    assert (settings["host"], settings["port"]) == ("127.0.0.1", 9123)
+    assert ok.status_code == 200, ok.text
+    body = ok.json()
+    assert [(e["sourceEntityName"], e["targetEntityName"], e["validAt"]) for e in body["edges"]] == [
+        ("Alice", "Acme", "2024-03-01T00:00:00Z")
+    ]
+    assert body["usage"]["extract"]["calls"] == 1
+    assert body["usage"]["extract"]["promptTokens"] > 0
+    assert "Alice joined Acme as CTO" in prompts[0]
+    assert limited.status_code == 503
+    assert _error(limited)["reason"] == "provider_rate_limited"
+    assert limited.headers["retry-after"] == "3"
+    assert SECRET_KEY not in limited.text
+
+
+def test_serve_reads_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDGEWISE_API_TOKEN", PLAIN_SECRET)
+    with MockOpenAIServer(content=EDGES_REPLY) as server:
+        app, _ = _run_serve(
+            monkeypatch, "--model", "openai/mock", "--api-base", server.api_base, "--no-cache"
+        )
+        with TestClient(app) as client:
+            assert client.post("/v1/extract", json=SEED_CONTEXT).status_code == 401
+            authorized = client.post(
+                "/v1/extract", json=SEED_CONTEXT, headers={"Authorization": f"Bearer {PLAIN_SECRET}"}
+            )
+    assert authorized.status_code == 200, authorized.text
+
+
+def test_serve_warns_when_exposed_without_a_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
+    with MockOpenAIServer() as server:
+        _run_serve(monkeypatch, "--host", "0.0.0.0", "--model", "openai/mock", "--api-base", server.api_base)
+    assert "without EDGEWISE_API_TOKEN" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--workers"):
+        serve_cli.run(_serve_args("--workers", "0"))
