@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -51,11 +52,7 @@ def edge(source: str, rel: str, target: str, fact: str = "a fact", **dates: str 
     return {"relationshipType": rel, "sourceEntityName": source, "targetEntityName": target, "fact": fact, **dates}
 
 
-def signature_of(messages: list[dict[str, Any]]) -> str:
-    """Which edgewise signature a DSPy-formatted request is for, from its output field names."""
-    text = "\n".join(str(m.get("content")) for m in messages)
-    if "missing_facts" in text and "extracted_facts" in text:
-        return "reflexion"
-    if "`attributes`" in text or '"attributes"' in text and "fact" in text and "edges" not in text:
-        return "attributes"
-    return "extract"
+def output_field(messages: list[dict[str, Any]]) -> str:
+    """The first output field a DSPy-formatted request asks for: edges, missing_facts or attributes."""
+    match = re.search(r"Your output fields are:\n1\. `(\w+)`", str(messages[0].get("content")))
+    return match.group(1) if match else ""
