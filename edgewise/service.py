@@ -35,15 +35,23 @@ from dspy.utils.exceptions import (
     LMTimeoutError,
     LMTransportError,
 )
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.security import HTTPBearer
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from edgewise.signatures.types import EdgeType, Entity, Episode, ExtractionResult, ExtractionWarning
+
+try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
+    from fastapi import Depends, FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from fastapi.security import HTTPBearer
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ModuleNotFoundError as _missing:  # pragma: no cover - depends on the installation
+    _SERVE_EXTRA_MISSING: ModuleNotFoundError | None = _missing
+else:
+    _SERVE_EXTRA_MISSING = None
+
+SERVE_EXTRA_HINT: Final = "the HTTP service needs FastAPI and uvicorn: pip install 'edgewise[serve]'"
 
 logger = logging.getLogger("edgewise.service")
 
@@ -539,6 +547,8 @@ def create_app(
     set, is required as `Authorization: Bearer <token>` on every `/v1/` route. At most `workers`
     extractions run at once; other requests wait for a free worker.
     """
+    if _SERVE_EXTRA_MISSING is not None:
+        raise RuntimeError(f"{SERVE_EXTRA_HINT} ({_SERVE_EXTRA_MISSING})")
     for name, value in (
         ("max_body_bytes", max_body_bytes),
         ("max_entities", max_entities),
@@ -669,6 +679,4 @@ def _package_version() -> str:
 
 def _as_dependency(scheme: HTTPBearer) -> Any:
     """Declares the bearer scheme in the OpenAPI document; the middleware does the checking."""
-    from fastapi import Depends
-
     return Depends(scheme)

@@ -480,3 +480,11 @@ def test_serve_warns_when_exposed_without_a_token(
     assert "without EDGEWISE_API_TOKEN" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--workers"):
         serve_cli.run(_serve_args("--workers", "0"))
+
+
+def test_without_the_serve_extra_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgewise import service
+
+    monkeypatch.setattr(service, "_SERVE_EXTRA_MISSING", ModuleNotFoundError("No module named 'fastapi'"))
+    with pytest.raises(RuntimeError, match=r"pip install 'edgewise\[serve\]'"):
+        create_app(FakeProgram(), None)

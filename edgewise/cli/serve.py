@@ -20,6 +20,7 @@ from edgewise.service import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTITIES,
     DEFAULT_WORKERS,
+    SERVE_EXTRA_HINT,
     create_app,
 )
 
@@ -116,7 +117,10 @@ def _is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Open the model, load the program, serve until stopped (Ctrl-C); returns the exit status."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError as error:
+        raise RuntimeError(f"{SERVE_EXTRA_HINT} ({error})") from None
 
     for flag in ("workers", "max_body_bytes", "max_entities", "max_batch"):
         if getattr(args, flag) < 1:
