@@ -25,8 +25,9 @@ Labeling conventions (the seed's rules, made concrete where the text leaves a ch
     WORKS_AT, not the COLLEAGUE_OF or MANAGES edges around it. Moving house does end the old LIVES_IN
     or NEIGHBOR_OF, since the move states it.
  4. Symmetric types are labeled once. A manager is MANAGES, not also COLLEAGUE_OF; COLLEAGUE_OF needs the
-    words colleague / coworker / teammate or "works with". "My teammate" or "my manager there" does
-    entail that person's WORKS_AT at the user's employer.
+    words colleague / coworker / teammate or "works with". "My teammate" or "my manager" entails that
+    person's WORKS_AT at the user's employer (so an employer the turn does not restate is left out of
+    its entities rather than left unlabeled).
  5. A named professional at a named practice: TREATED_BY the professional, who WORKS_AT the practice.
  6. Where someone is from, trips, visits and temporary stays are not LIVES_IN / ROOMMATE_OF; family living
     together is not ROOMMATE_OF. World knowledge (where a company is) is not a fact of the episode.
@@ -241,7 +242,7 @@ CONVERSATIONS: Final[list[dict]] = [
             {
                 "time": "2024-07-08T08:45:00Z",
                 "text": "Quick update: Priya moved to another team last month, so Jonas is my manager now.",
-                "entities": ["Maya", "Priya Raman", "Jonas", "Northwind Labs"],
+                "entities": ["Maya", "Priya Raman", "Jonas", "Tom Okafor"],
                 "edges": [
                     (
                         "MANAGES",
@@ -1867,7 +1868,7 @@ CONVERSATIONS: Final[list[dict]] = [
             {
                 "time": "2023-06-12T09:00:00Z",
                 "text": "Sara got promoted; she manages our whole design team now, me included.",
-                "entities": ["Hiro", "Sara", "Kumo"],
+                "entities": ["Hiro", "Sara", "Kumo mobile app"],
                 "edges": [
                     (
                         "MANAGES",
