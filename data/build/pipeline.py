@@ -18,6 +18,7 @@ from edgewise.data.build.dialogre import build_dialogre_episodes
 from edgewise.data.build.redocred import build_redocred_episodes
 from edgewise.data.build.splits import smoke_subset, split_episodes
 from edgewise.data.build.temporal import build_tempreason_episodes, build_timeqa_episodes
+from edgewise.data.loader import check_episode
 from edgewise.signatures.types import LabeledEpisode
 
 #: Episodes drawn from each public source. With about 90 conversational episodes the total is
@@ -79,6 +80,9 @@ def build_all(raw_dir: Path, log: Callable[[str], None] = print) -> dict[str, li
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"duplicate episode ids: {duplicates[:5]}")
+    problems = [f"{e.id}: {field}: {reason}" for e in episodes for field, reason in check_episode(e)]
+    if problems:
+        raise ValueError("built episodes break the file rules:\n" + "\n".join(problems[:20]))
     splits = split_episodes(episodes)
     splits["smoke"] = smoke_subset(splits["dev"])
     return splits

@@ -266,6 +266,8 @@ def _place(fact: Fact, page: str, text: str) -> _Placed | None:
         invalid = stated_date(fact.end, text)
         if invalid is not None and invalid.granularity == "year":
             invalid = None  # "in 2010" cannot say both when it began and when it ended
+    if invalid is not None and invalid.value < valid.value:
+        return None  # the source contradicts itself ("from 1998 until 1993")
     names = []
     for name in (fact.subject, fact.obj):
         if name == page:

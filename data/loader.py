@@ -1,0 +1,209 @@
+"""Labeled episodes from JSONL: validated line by line, read through `datasets`, handed out as DSPy examples.
+
+A labeled file is one `LabeledEpisode` per line (camelCase JSON). Every line is checked before any is
+used, and a bad one fails with its file, line number, field path and reason, so that a user's own file
+is as safe to train or benchmark on as the shipped splits.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from edgewise.signatures.types import LabeledEpisode
+from pydantic import ValidationError
+
+SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
+_TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
+
+
+class DatasetError(ValueError):
+    """A problem with one line of a labeled-episode file, located precisely enough to fix it."""
+
+    def __init__(self, path: str | Path, line: int, reason: str, field: str | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.reason = reason
+        where = f"{self.path} line {line}"
+        super().__init__(f'{where}, field "{field}": {reason}' if field else f"{where}: {reason}")
+
+
+def split_path(name: str) -> Path:
+    """The shipped file of a split (train, dev, test, smoke), found through the package resources."""
+    if name not in SPLITS:
+        raise ValueError(f"unknown split {name!r}; choose one of {', '.join(SPLITS)} or give a .jsonl path")
+    resource = importlib.resources.files("edgewise.data") / "episodes" / f"{name}.jsonl"
+    with importlib.resources.as_file(resource) as path:
+        if not path.is_file():
+            raise FileNotFoundError(f"split {name!r} is not packaged: {path} is missing")
+        return Path(path)
+
+
+def resolve(source: str | Path) -> Path:
+    """A split name or a path to a JSONL file."""
+    if isinstance(source, str) and source in SPLITS:
+        return split_path(source)
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such episodes file: {path} (or name a split: {', '.join(SPLITS)})")
+    return path
+
+
+def _field_path(location: Iterable[Any]) -> str:
+    """('edges', 0, 'validAt') -> 'edges[0].validAt'."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
+    """Rules the types alone cannot state, as (field path, reason) pairs; empty when all hold.
+
+    Gold edges must join two distinct entities of the same line, types are SCREAMING_SNAKE_CASE,
+    an edge does not end before it starts, and a date's granularity is only given with the date.
+    """
+    problems: list[tuple[str, str]] = []
+    names = [entity.name for entity in episode.entities]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            problems.append((f"entities[{index}].name", f"{json.dumps(name)} appears twice in entities"))
+    for index, edge_type in enumerate(episode.edge_types):
+        if not _TYPE_NAME.match(edge_type.name):
+            problems.append(
+                (f"edgeTypes[{index}].name", f"{json.dumps(edge_type.name)} is not SCREAMING_SNAKE_CASE")
+            )
+    known = set(names)
+    for index, edge in enumerate(episode.edges):
+        at = f"edges[{index}]"
+        for field, value in (
+            ("sourceEntityName", edge.source_entity_name),
+            ("targetEntityName", edge.target_entity_name),
+        ):
+            if value not in known:
+                problems.append((f"{at}.{field}", f"{json.dumps(value)} is not in this episode's entities"))
+        if edge.source_entity_name == edge.target_entity_name:
+            problems.append((f"{at}.targetEntityName", "an edge must join two distinct entities"))
+        for position, name in enumerate([edge.relationship_type, *edge.aliases]):
+            if not _TYPE_NAME.match(name):
+                field = "relationshipType" if position == 0 else f"aliases[{position - 1}]"
+                problems.append((f"{at}.{field}", f"{json.dumps(name)} is not SCREAMING_SNAKE_CASE"))
+        if edge.valid_at and edge.invalid_at and edge.invalid_at < edge.valid_at:
+            problems.append((f"{at}.invalidAt", "invalidAt is before validAt"))
+        if edge.valid_at_granularity and edge.valid_at is None:
+            problems.append((f"{at}.validAtGranularity", "granularity given but validAt is null"))
+        if edge.invalid_at_granularity and edge.invalid_at is None:
+            problems.append((f"{at}.invalidAtGranularity", "granularity given but invalidAt is null"))
+    return problems
+
+
+def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisode], list[DatasetError]]:
+    episodes: list[LabeledEpisode] = []
+    errors: list[DatasetError] = []
+    first_line: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if stop_at_first and errors:
+                break
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError as error:
+                errors.append(DatasetError(path, number, f"invalid JSON: {error.msg} (column {error.colno})"))
+                continue
+            if not isinstance(data, dict):
+                errors.append(
+                    DatasetError(path, number, f"expected a JSON object, got {type(data).__name__}")
+                )
+                continue
+            try:
+                episode = LabeledEpisode.model_validate(data)
+            except ValidationError as error:
+                for detail in error.errors():
+                    reason = detail["msg"]
+                    if detail["type"] not in {"missing", "extra_forbidden"} and "input" in detail:
+                        reason += f" (got {json.dumps(detail['input'], default=str)[:80]})"
+                    errors.append(DatasetError(path, number, reason, _field_path(detail["loc"]) or None))
+                continue
+            for field, reason in check_episode(episode):
+                errors.append(DatasetError(path, number, reason, field))
+            if episode.id in first_line:
+                errors.append(
+                    DatasetError(
+                        path, number, f"id {episode.id!r} already used on line {first_line[episode.id]}", "id"
+                    )
+                )
+            first_line.setdefault(episode.id, number)
+            episodes.append(episode)
+    return episodes, errors
+
+
+def validate_file(path: str | Path) -> list[DatasetError]:
+    """Every problem in a labeled-episode file (empty when the file is valid)."""
+    return _parse_lines(Path(path), stop_at_first=False)[1]
+
+
+def load_episodes(source: str | Path, *, sources: list[str] | None = None) -> list[LabeledEpisode]:
+    """The episodes of a split name (train, dev, test, smoke) or a JSONL path, optionally of some sources.
+
+    The file is validated line by line first and the first problem raises `DatasetError`. Rows are
+    then read and filtered with `datasets.load_dataset("json", ...)`, but each episode handed back is
+    the one parsed from its own line: the json builder infers one Arrow schema for the whole file, so
+    `referenceTime` comes back as a naive timestamp with its offset dropped, fields whose shape varies
+    between rows (entities, edges) become opaque Json values, and absent optional fields come back as
+    None. Parsing the raw line keeps every value exactly as written.
+    """
+    path = resolve(source)
+    episodes, errors = _parse_lines(path, stop_at_first=True)
+    if errors:
+        raise errors[0]
+    by_id = {episode.id: episode for episode in episodes}
+    if not episodes:
+        return []
+    wanted = None if sources is None else set(sources)
+    try:
+        ids = _dataset_ids(path, wanted)
+    except Exception as error:
+        if type(error).__module__.split(".")[0] not in {"datasets", "pyarrow"}:
+            raise
+        ids = [e.id for e in episodes if wanted is None or e.source in wanted]
+    return [by_id[episode_id] for episode_id in ids]
+
+
+def _dataset_ids(path: Path, sources: set[str] | None) -> list[str]:
+    """The ids of the rows `datasets` reads from `path`, filtered by source, in file order.
+
+    An Arrow schema clash between rows (attribute values of different kinds, say) raises from
+    `datasets` or `pyarrow`; the caller then filters the validated episodes itself.
+    """
+    import datasets  # deferred: importing datasets takes a second and most commands never need it
+
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        table = datasets.load_dataset("json", data_files=str(path), split="train")
+        if sources is not None:
+            table = table.filter(lambda row: row["source"] in sources)
+        return list(table["id"])
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
+
+
+def to_examples(episodes: list[LabeledEpisode]) -> list[Any]:
+    """`dspy.Example(episode=<Episode>, labeled=<LabeledEpisode>)` with `episode` marked as the input."""
+    import dspy
+
+    return [
+        dspy.Example(episode=episode.episode(), labeled=episode).with_inputs("episode")
+        for episode in episodes
+    ]
