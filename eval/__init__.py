@@ -1,5 +1,13 @@
 """Evaluation of edge extraction: the edge-F1 metric with feedback, and the reports built on it."""
 
+from edgewise.eval.bench import (
+    BenchInterrupted,
+    BenchReport,
+    EpisodeRun,
+    RunSummary,
+    run_bench,
+    stratified_sample,
+)
 from edgewise.eval.metric import (
     Counts,
     EpisodeScore,
@@ -21,11 +29,15 @@ from edgewise.eval.metric import (
 )
 
 __all__ = [
+    "BenchInterrupted",
+    "BenchReport",
     "Counts",
+    "EpisodeRun",
     "EpisodeScore",
     "MissedEdge",
     "MistypedEdge",
     "ReversedEdge",
+    "RunSummary",
     "SplitScore",
     "SpuriousEdge",
     "WrongDate",
@@ -37,5 +49,7 @@ __all__ = [
     "format_edge",
     "normalize_name",
     "normalize_type",
+    "run_bench",
     "score_episode",
+    "stratified_sample",
 ]

@@ -1,0 +1,584 @@
+"""The benchmark runner: every model x program over the same labeled episodes, scored by edge-F1.
+
+A bench is how a user picks a model and a program: each pair extracts every episode, each episode is
+scored against its gold edges (`edgewise.eval.metric`), and the run records what it cost (LM calls,
+tokens, latency, price) beside what it found. Nothing a single episode does can stop the bench: an LM
+error or timeout is recorded as a failed episode, scored as an empty prediction and counted apart, and
+Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
+
+    from edgewise.eval import run_bench
+    report = run_bench([LMConfig(model="openai/gpt-4o-mini")], ["seed", "default"], episodes,
+                       workers=4, seed=0, out_dir="runs/bench")
+    print(report.table())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, closing, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Final, Literal
+
+import dspy
+from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
+from edgewise.eval.report import ERRORS_JSONL, error_line, markdown_table, write_reports, write_results_json
+from edgewise.modules.batch import iter_concurrently
+from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
+from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
+from pydantic import BaseModel, Field
+
+from edgewise.programs import resolve_program
+
+LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
+EpisodeStatus = Literal["ok", "failed"]
+
+BOOTSTRAP_RESAMPLES: Final[int] = 1000
+"""Resamples behind each edge-F1 interval: enough for a stable 95% percentile interval in well under
+a second on a few hundred episodes."""
+
+_ERROR_MESSAGE_CHARS: Final[int] = 500
+"""A provider error can carry a whole HTTP body; the report keeps its start."""
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a bench, after the finished episodes were written; `report` holds them (partial)."""
+
+    def __init__(self, report: BenchReport) -> None:
+        super().__init__("bench interrupted; partial results written")
+        self.report = report
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------------
+
+
+class EpisodeRun(BaseModel):
+    """One episode under one model x program: what it cost and how it scored (the bare counts)."""
+
+    id: str
+    source: str
+    status: EpisodeStatus
+    error: str | None = None
+    latency_s: float
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    parse_failures: int = 0
+    warnings: int = 0
+    n_gold: int
+    n_predicted: int
+    tp: int
+    fp: int
+    fn: int
+    f1: float
+
+
+class RunSummary(BaseModel):
+    """One model x program over the episodes: scores, failures, usage, latency and cost.
+
+    `scores` counts a failed episode as an empty prediction (its gold edges are misses), so a model
+    that times out cannot look better by skipping the hard texts; `scores_completed` leaves failed
+    episodes out, for telling extraction quality apart from reliability.
+    """
+
+    model: str
+    program: str
+    reflexion_rounds: int | None = None
+    episodes_planned: int
+    episodes_done: int = 0
+    complete: bool = False
+    error: str | None = None
+    scores: SplitScore | None = None
+    scores_completed: SplitScore | None = None
+    edge_f1_ci95: tuple[float, float] | None = None
+    failed_episodes: int = 0
+    failure_reasons: dict[str, int] = Field(default_factory=dict)
+    failed_per_source: dict[str, int] = Field(default_factory=dict)
+    parse_failure_episodes: int = 0
+    parse_failure_rate: float | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls_per_episode: float | None = None
+    prompt_tokens_per_episode: float | None = None
+    completion_tokens_per_episode: float | None = None
+    usage_per_step: dict[str, StepUsage] = Field(default_factory=dict)
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    latency_mean_s: float | None = None
+    cost_usd: float | None = None
+    cost_per_episode_usd: float | None = None
+    wall_s: float = 0.0
+    episodes: list[EpisodeRun] = Field(default_factory=list)
+
+    @property
+    def tokens_per_episode(self) -> float | None:
+        if self.prompt_tokens_per_episode is None or self.completion_tokens_per_episode is None:
+            return None
+        return self.prompt_tokens_per_episode + self.completion_tokens_per_episode
+
+
+class DataSummary(BaseModel):
+    """Which episodes were benchmarked: a fingerprint of their ids, and how many came from each source."""
+
+    episodes: int
+    ids_sha256: str
+    sources: dict[str, int]
+    non_exhaustive: int
+    gold_edges: int
+
+
+class BenchReport(BaseModel):
+    """Everything a bench measured; `results.json` is this model, `partial` when Ctrl-C stopped it."""
+
+    partial: bool = False
+    created_at: str
+    out_dir: str | None = None
+    versions: dict[str, str]
+    seed: int
+    workers: int
+    reflexion_rounds: int | None = None
+    cache: Literal["off"] = "off"
+    bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
+    models: list[str]
+    programs: list[str]
+    data: DataSummary
+    runs: list[RunSummary] = Field(default_factory=list)
+
+    def table(self) -> str:
+        """The Markdown table with its notes (what `edgewise bench` prints)."""
+        return markdown_table(self)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sampling and labels
+# --------------------------------------------------------------------------------------------------
+
+
+def stratified_sample(episodes: Sequence[LabeledEpisode], limit: int, seed: int) -> list[LabeledEpisode]:
+    """`limit` episodes drawn without replacement so that each source keeps its share, in input order.
+
+    Each source gets `limit * size / total` episodes, rounded down, and the remaining slots go to the
+    sources with the largest remainders (ties: the larger source, then its name). Inside a source the
+    episodes are a `random.Random(f"{seed}:{source}")` sample, so a source's pick does not change when
+    another source is added. The result keeps the input order, so a given (file, limit, seed) always
+    runs the same episodes in the same order.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if limit >= len(episodes):
+        return list(episodes)
+    by_source: dict[str, list[int]] = {}
+    for index, episode in enumerate(episodes):
+        by_source.setdefault(episode.source, []).append(index)
+    total = len(episodes)
+    quotas = {name: limit * len(idx) // total for name, idx in by_source.items()}
+    remainders = sorted(
+        by_source, key=lambda name: (-(limit * len(by_source[name]) % total), -len(by_source[name]), name)
+    )
+    for name in remainders[: limit - sum(quotas.values())]:
+        quotas[name] += 1
+    chosen: list[int] = []
+    for name, indices in by_source.items():
+        chosen.extend(random.Random(f"{seed}:{name}").sample(indices, quotas[name]))
+    return [episodes[index] for index in sorted(chosen)]
+
+
+def model_label(config: LMConfig) -> str:
+    """How a model is named in tables: its model string, with `@api_base` when it has its own server."""
+    if config.api_base and not config.is_local:
+        return f"{config.model}@{config.api_base}"
+    return config.model
+
+
+def summarize_data(episodes: Sequence[LabeledEpisode]) -> DataSummary:
+    digest = hashlib.sha256("\n".join(episode.id for episode in episodes).encode()).hexdigest()
+    return DataSummary(
+        episodes=len(episodes),
+        ids_sha256=digest,
+        sources=dict(sorted(Counter(episode.source for episode in episodes).items())),
+        non_exhaustive=sum(1 for episode in episodes if not episode.exhaustive),
+        gold_edges=sum(len(episode.edges) for episode in episodes),
+    )
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str] = {}
+    for package in ("edgewise", "dspy", "litellm"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "unknown"
+    return found
+
+
+# --------------------------------------------------------------------------------------------------
+# Statistics and cost
+# --------------------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default); `q` in [0, 1]."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def price_usd(config: LMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """What LiteLLM's bundled price table says these tokens cost, or None when it has no price.
+
+    Local models cost nothing per token but are not free to run, so they get None ("n/a") rather than
+    0. A model behind its own `--api-base` is priced under its model name when LiteLLM knows it.
+    """
+    if config.is_local:
+        return None
+    import litellm
+
+    name = config.model
+    if config.api_base and "/" not in name:
+        name = f"openai/{name}"  # how `build_lm` routes a bare name to a server
+    provider = name.split("/", 1)[0] if "/" in name else None
+    if name not in litellm.model_cost and provider not in litellm.provider_list:
+        return None  # no provider to route to: LiteLLM would print its provider list on stdout
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # noqa: BLE001  (LiteLLM raises assorted error types for unpriced models)
+        return None
+    return float(prompt_cost) + float(completion_cost)
+
+
+# --------------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    """What a worker brings back for one episode: the extraction or its error, with usage and time."""
+
+    result: ExtractionResult | None
+    error: BaseException | None
+    latency_s: float
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass
+class _Job:
+    labeled: LabeledEpisode
+    episode: Episode
+
+
+@dataclass
+class _RunState:
+    """Episodes finished so far in the current model x program (what Ctrl-C still writes)."""
+
+    summary: RunSummary
+    config: LMConfig
+    scores: list[EpisodeScore] = field(default_factory=list)
+    usage: dict[str, StepUsage] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+
+def _extract_one(program: dspy.Module, job: _Job) -> _Outcome:
+    """Run the program on one episode, timing it and counting every LM call, even a failed episode's."""
+    started = time.perf_counter()
+    error: BaseException | None = None
+    result: ExtractionResult | None = None
+    with dspy.track_usage() as tracker:
+        try:
+            result = program(job.episode).result
+        except Exception as caught:  # noqa: BLE001  (any failure of one episode is its outcome)
+            error = caught
+    latency = time.perf_counter() - started
+    calls = prompt = completion = 0
+    for entries in tracker.usage_data.values():
+        for entry in entries:
+            calls += 1
+            prompt += int(entry.get("prompt_tokens") or 0)
+            completion += int(entry.get("completion_tokens") or 0)
+    return _Outcome(result, error, latency, calls, prompt, completion)
+
+
+def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, errors: IO[str]) -> None:
+    if isinstance(outcome, Exception):  # the worker itself failed; keep the episode, with no usage
+        outcome = _Outcome(None, outcome, 0.0, 0, 0, 0)
+    result = outcome.result
+    score = score_episode(job.labeled, result.edges if result is not None else [])
+    message = None
+    if outcome.error is not None:
+        reason = type(outcome.error).__name__
+        message = redact(f"{reason}: {outcome.error}", state.config)[:_ERROR_MESSAGE_CHARS]
+        state.summary.failure_reasons[reason] = state.summary.failure_reasons.get(reason, 0) + 1
+        state.summary.failed_per_source[job.labeled.source] = (
+            state.summary.failed_per_source.get(job.labeled.source, 0) + 1
+        )
+    run = EpisodeRun(
+        id=job.labeled.id,
+        source=job.labeled.source,
+        status="failed" if outcome.error is not None else "ok",
+        error=message,
+        latency_s=outcome.latency_s,
+        calls=outcome.calls,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+        parse_failures=result.parse_failures if result is not None else 0,
+        warnings=len(result.warnings) if result is not None else 0,
+        n_gold=score.n_gold,
+        n_predicted=score.n_predicted,
+        tp=score.tp,
+        fp=score.fp,
+        fn=score.fn,
+        f1=score.f1,
+    )
+    if result is not None:
+        for step, spent in result.usage.items():
+            state.usage[step] = state.usage.get(step, StepUsage()) + spent
+    state.summary.episodes.append(run)
+    state.scores.append(score)
+    line = error_line(state.summary.model, state.summary.program, run, score, result)
+    if line is not None:
+        errors.write(line)
+        errors.flush()
+
+
+def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
+    """Turn the finished episodes of a run into its summary numbers."""
+    summary = state.summary
+    runs = summary.episodes
+    n = len(runs)
+    summary.episodes_done = n
+    summary.complete = complete
+    summary.wall_s = time.perf_counter() - state.started
+    summary.usage_per_step = dict(sorted(state.usage.items()))
+    if not n:
+        return summary
+    summary.scores = aggregate(state.scores)
+    completed = [score for score, run in zip(state.scores, runs, strict=True) if run.status == "ok"]
+    summary.scores_completed = aggregate(completed) if completed else None
+    summary.edge_f1_ci95 = bootstrap_ci(state.scores, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    summary.failed_episodes = sum(1 for run in runs if run.status == "failed")
+    summary.failure_reasons = dict(sorted(summary.failure_reasons.items()))
+    summary.failed_per_source = dict(sorted(summary.failed_per_source.items()))
+    summary.parse_failure_episodes = sum(1 for run in runs if run.parse_failures > 0)
+    summary.parse_failure_rate = summary.parse_failure_episodes / n
+    summary.calls = sum(run.calls for run in runs)
+    summary.prompt_tokens = sum(run.prompt_tokens for run in runs)
+    summary.completion_tokens = sum(run.completion_tokens for run in runs)
+    summary.calls_per_episode = summary.calls / n
+    summary.prompt_tokens_per_episode = summary.prompt_tokens / n
+    summary.completion_tokens_per_episode = summary.completion_tokens / n
+    latencies = [run.latency_s for run in runs]
+    summary.latency_p50_s = percentile(latencies, 0.50)
+    summary.latency_p95_s = percentile(latencies, 0.95)
+    summary.latency_mean_s = sum(latencies) / n
+    summary.cost_usd = price_usd(state.config, summary.prompt_tokens, summary.completion_tokens)
+    summary.cost_per_episode_usd = None if summary.cost_usd is None else summary.cost_usd / n
+    return summary
+
+
+def _bench_lm(config: LMConfig) -> AbstractContextManager[dspy.BaseLM]:
+    """`open_lm` with DSPy's response cache off: a cache hit reports no usage and no latency."""
+    return open_lm(config.model_copy(update={"cache": False}))
+
+
+def _preflight(models: Sequence[LMConfig]) -> None:
+    """Fail before any episode runs when a hosted model lacks credentials (not half-way through)."""
+    for config in models:
+        if not config.is_local:
+            build_lm(config.model_copy(update={"cache": False}))
+
+
+@contextmanager
+def _no_cache(lm: dspy.BaseLM) -> Iterator[dspy.BaseLM]:
+    """Make sure `lm` answers every call itself, whatever its factory set, and restore it after."""
+    cached = getattr(lm, "cache", False)
+    lm.cache = False
+    try:
+        yield lm
+    finally:
+        lm.cache = cached
+
+
+def run_bench(
+    models: Sequence[LMConfig],
+    programs: Sequence[str],
+    episodes: Sequence[LabeledEpisode],
+    *,
+    workers: int = 4,
+    seed: int = 0,
+    out_dir: str | Path | None = None,
+    reflexion_rounds: int | None = None,
+    progress: bool = True,
+    lm_factory: LMFactory | None = None,
+) -> BenchReport:
+    """Run every program with every model over `episodes`, score them, and write the reports.
+
+    `out_dir` receives `results.md` (the table), `results.json`, `plot.png` and `errors.jsonl`
+    (streamed while the bench runs); `results.json` is also rewritten after each model x program, so
+    even a killed bench leaves the finished runs. `lm_factory(config)` is a context manager yielding
+    the LM (default: `open_lm`, which starts the local server for `local` models); DSPy's cache is
+    off for every LM either way. `seed` fixes the bootstrap resamples. Raises `BenchInterrupted`
+    (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing what was done.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if not models:
+        raise ValueError("no models to benchmark")
+    if not programs:
+        raise ValueError("no programs to benchmark")
+    if not episodes:
+        raise ValueError("no episodes to benchmark")
+    duplicate_ids = [name for name, count in Counter(episode.id for episode in episodes).items() if count > 1]
+    if duplicate_ids:
+        raise ValueError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
+    resolved = {spec: resolve_program(spec, reflexion_rounds=reflexion_rounds) for spec in programs}
+    if lm_factory is None:
+        _preflight(models)
+        lm_factory = _bench_lm
+    out_path = Path(out_dir) if out_dir is not None else None
+    if out_path is not None:
+        out_path.mkdir(parents=True, exist_ok=True)
+    report = BenchReport(
+        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        out_dir=str(out_path) if out_path is not None else None,
+        versions=_versions(),
+        seed=seed,
+        workers=workers,
+        reflexion_rounds=reflexion_rounds,
+        models=[model_label(config) for config in models],
+        programs=list(programs),
+        data=summarize_data(episodes),
+    )
+    jobs = [_Job(labeled, labeled.episode()) for labeled in episodes]
+    errors_path = out_path / ERRORS_JSONL if out_path is not None else Path(os.devnull)
+    with open(errors_path, "w", encoding="utf-8") as errors:
+        try:
+            _run_models(
+                report, models, resolved, jobs, lm_factory, errors, workers=workers, progress=progress
+            )
+        except _Interrupted as interrupted:
+            if interrupted.state is not None:
+                report.runs.append(_finish(interrupted.state, seed=seed, complete=False))
+            report.partial = True
+            _write(report, out_path)
+            raise BenchInterrupted(report) from None
+    _write(report, out_path)
+    return report
+
+
+class _Interrupted(Exception):
+    """Carries a Ctrl-C out of the run loop together with the run it cut short."""
+
+    def __init__(self, state: _RunState | None) -> None:
+        super().__init__("interrupted")
+        self.state = state
+
+
+def _run_models(
+    report: BenchReport,
+    models: Sequence[LMConfig],
+    programs: dict[str, dspy.Module],
+    jobs: list[_Job],
+    lm_factory: LMFactory,
+    errors: IO[str],
+    *,
+    workers: int,
+    progress: bool,
+) -> None:
+    """Every model x program in order, appending each finished run to `report.runs`.
+
+    A Ctrl-C comes out as `_Interrupted` carrying the run it stopped, so the caller can keep its
+    finished episodes.
+    """
+    out_path = Path(report.out_dir) if report.out_dir is not None else None
+    state: _RunState | None = None
+    try:
+        for config in models:
+            label = model_label(config)
+            stack = ExitStack()
+            try:
+                lm = stack.enter_context(lm_factory(config))
+            except Exception as error:  # noqa: BLE001  (a model that cannot start is reported; others run)
+                stack.close()
+                message = redact(f"could not open the model: {type(error).__name__}: {error}", config)
+                for spec in programs:
+                    report.runs.append(
+                        RunSummary(
+                            model=label,
+                            program=spec,
+                            reflexion_rounds=report.reflexion_rounds,
+                            episodes_planned=len(jobs),
+                            error=message[:_ERROR_MESSAGE_CHARS],
+                        )
+                    )
+                continue
+            with stack, _no_cache(lm), lm_context(lm), dspy.context(disable_history=True):
+                for spec, program in programs.items():
+                    state = _RunState(
+                        RunSummary(
+                            model=label,
+                            program=spec,
+                            reflexion_rounds=report.reflexion_rounds,
+                            episodes_planned=len(jobs),
+                        ),
+                        config,
+                    )
+                    _run_program(state, program, jobs, workers=workers, progress=progress, errors=errors)
+                    report.runs.append(_finish(state, seed=report.seed, complete=True))
+                    state = None
+                    if out_path is not None:
+                        write_results_json(report.model_copy(update={"partial": True}), out_path)
+    except KeyboardInterrupt:
+        raise _Interrupted(state) from None
+
+
+def _run_program(
+    state: _RunState,
+    program: dspy.Module,
+    jobs: list[_Job],
+    *,
+    workers: int,
+    progress: bool,
+    errors: IO[str],
+) -> None:
+    from tqdm import tqdm
+
+    def extract(job: _Job) -> _Outcome:
+        return _extract_one(program, job)
+
+    desc = f"{state.summary.model} {state.summary.program}"
+    with (
+        tqdm(total=len(jobs), desc=desc, unit="ep", file=sys.stderr, disable=not progress) as bar,
+        closing(iter_concurrently(extract, jobs, workers=workers)) as outcomes,
+    ):
+        for job, outcome in outcomes:
+            _record_episode(state, job, outcome, errors)
+            bar.update(1)
+            if state.summary.failure_reasons:
+                bar.set_postfix(failed=sum(state.summary.failure_reasons.values()), refresh=False)
+
+
+def _write(report: BenchReport, out_path: Path | None) -> None:
+    if out_path is None:
+        return
+    write_reports(report, out_path)

@@ -1,0 +1,312 @@
+"""Bench reports: the Markdown table, `results.json`, the F1-against-tokens plot and `errors.jsonl`.
+
+A report is read by two people: the one choosing a model and program (the table and the plot: what
+each pair finds and what it costs) and the one improving a program (`errors.jsonl`: every missed,
+spurious, reversed and mistyped edge and wrong date, per episode). All files are written whole and
+atomically except `errors.jsonl`, which grows line by line while the bench runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from edgewise.eval.metric import EpisodeScore
+from edgewise.signatures.types import ExtractionResult
+
+if TYPE_CHECKING:
+    from edgewise.eval.bench import BenchReport, EpisodeRun, RunSummary
+
+RESULTS_JSON: Final = "results.json"
+RESULTS_MD: Final = "results.md"
+PLOT_PNG: Final = "plot.png"
+ERRORS_JSONL: Final = "errors.jsonl"
+
+COLUMNS: Final[tuple[str, ...]] = (
+    "model",
+    "program",
+    "edge-F1 [95% CI]",
+    "pair-F1",
+    "precision",
+    "recall",
+    "validAt acc",
+    "invalidAt acc",
+    "parse-fail",
+    "failed",
+    "LM calls/ep",
+    "prompt tok/ep",
+    "completion tok/ep",
+    "latency p50 s",
+    "latency p95 s",
+    "cost/ep USD",
+)
+_MISSING: Final = "-"
+
+
+# --------------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------------
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return _MISSING if value is None else f"{value:.{digits}f}"
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.6f}" if value < 0.01 else f"{value:.4f}"
+
+
+def table_row(run: RunSummary) -> list[str]:
+    """One model x program as the table's cells, in `COLUMNS` order."""
+    if run.scores is None:
+        reason = run.error or "no episode finished"
+        return [run.model, run.program, f"not run: {reason}", *([_MISSING] * (len(COLUMNS) - 3))]
+    scores = run.scores
+    ci = run.edge_f1_ci95
+    edge_f1 = f"{scores.edge_f1:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    n = run.episodes_done
+    incomplete = "" if run.complete else f" (stopped at {n}/{run.episodes_planned})"
+    return [
+        run.model,
+        run.program + incomplete,
+        edge_f1,
+        f"{scores.pair_f1:.3f}",
+        f"{scores.precision:.3f}",
+        f"{scores.recall:.3f}",
+        _number(scores.valid_at_accuracy),
+        _number(scores.invalid_at_accuracy),
+        f"{run.parse_failure_episodes}/{n}",
+        f"{run.failed_episodes}/{n}",
+        _number(run.calls_per_episode, 2),
+        _number(run.prompt_tokens_per_episode, 1),
+        _number(run.completion_tokens_per_episode, 1),
+        _number(run.latency_p50_s, 2),
+        _number(run.latency_p95_s, 2),
+        _cost(run.cost_per_episode_usd),
+    ]
+
+
+def table_notes(report: BenchReport) -> list[str]:
+    """What every column means and which rules produced it; printed under the table."""
+    sources = ", ".join(f"{name} {count}" for name, count in report.data.sources.items())
+    notes = [
+        (
+            f"{report.data.episodes} episodes ({sources}); {report.data.gold_edges} gold edges; "
+            f"workers {report.workers}; seed {report.seed}"
+            + (f"; reflexion rounds {report.reflexion_rounds}" if report.reflexion_rounds is not None else "")
+            + "."
+        ),
+        (
+            "edge-F1, pair-F1, precision and recall are micro-averaged over all episodes (summed counts). "
+            "pair-F1 ignores the relationship type."
+        ),
+        (
+            f"95% CI: percentile bootstrap over episodes, {report.bootstrap_resamples} resamples, seed "
+            f"{report.seed}."
+        ),
+        (
+            "failed = episodes whose extraction raised (LM error, or timeout after retries). They are scored "
+            "as empty predictions (their gold edges count as misses) and counted in this column; "
+            "results.json also gives `scores_completed` without them."
+        ),
+        (
+            "parse-fail = episodes with at least one reply that could not be parsed; they are scored on "
+            "what was parsed."
+        ),
+        "validAt / invalidAt accuracy: over edges matched for edge-F1, at the gold date's granularity.",
+        (
+            "LM calls and tokens per episode are what the server reported, averaged over all episodes; "
+            "DSPy's response cache is off during a bench."
+        ),
+        (
+            f"latency: wall-clock seconds per episode (all its calls and retries) with {report.workers} "
+            "episode(s) in flight."
+        ),
+        "cost: LiteLLM's price table for the model name; n/a when it has no price (local models too).",
+    ]
+    if report.data.non_exhaustive:
+        notes.append(
+            f"{report.data.non_exhaustive} episode(s) label only some facts (exhaustive: false): there an "
+            "unmatched prediction counts against precision only when it shares its source entity and type "
+            "with a gold edge."
+        )
+    if report.partial:
+        notes.append("PARTIAL: the bench was interrupted; rows marked 'stopped at' cover the episodes done.")
+    return notes
+
+
+def markdown_table(report: BenchReport) -> str:
+    """The table users read first, with its notes."""
+    lines = [
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---" if i < 2 else "---:" for i in range(len(COLUMNS))) + "|",
+    ]
+    for run in report.runs:
+        cells = [cell.replace("|", "\\|") for cell in table_row(run)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.extend(f"- {note}" for note in table_notes(report))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write beside the target and rename, so a reader (or a kill) never sees half a file."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def write_results_json(report: BenchReport, out_dir: Path) -> Path:
+    path = out_dir / RESULTS_JSON
+    _write_atomic(path, report.model_dump_json(indent=2).encode())
+    return path
+
+
+def write_plot(report: BenchReport, out_dir: Path) -> Path | None:
+    """Edge-F1 (with its 95% interval) against tokens per episode, one point per model x program.
+
+    Uses matplotlib's object API on an Agg canvas: no display, no global pyplot state, safe in threads.
+    Returns None when no run has both numbers (every model failed to start).
+    """
+    points = [run for run in report.runs if run.scores is not None and run.tokens_per_episode is not None]
+    if not points:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7.5, 5.0), dpi=120)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    models = list(dict.fromkeys(run.model for run in points))
+    programs = list(dict.fromkeys(run.program for run in points))
+    markers = "osD^vP*Xh<>"
+    colors = [f"C{i % 10}" for i in range(len(models))]
+    for run in points:
+        assert run.scores is not None and run.tokens_per_episode is not None
+        y = run.scores.edge_f1
+        ci = run.edge_f1_ci95
+        yerr = [[y - ci[0]], [ci[1] - y]] if ci else None
+        axes.errorbar(
+            [run.tokens_per_episode],
+            [y],
+            yerr=yerr,
+            fmt=markers[programs.index(run.program) % len(markers)],
+            color=colors[models.index(run.model)],
+            capsize=3,
+            markersize=7,
+            label=f"{run.model} · {run.program}",
+        )
+        axes.annotate(
+            run.program, (run.tokens_per_episode, y), textcoords="offset points", xytext=(6, 4), fontsize=8
+        )
+    axes.set_xlabel("tokens per episode (prompt + completion)")
+    axes.set_ylabel("edge-F1 (micro), 95% CI")
+    axes.set_ylim(0.0, 1.05)
+    axes.set_xlim(left=0.0)
+    axes.grid(True, alpha=0.3)
+    title = f"edge-F1 against tokens, {report.data.episodes} episodes"
+    axes.set_title(title + (" (partial)" if report.partial else ""))
+    axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    path = out_dir / PLOT_PNG
+    temporary = path.with_name(f".{path.name}.tmp")
+    figure.savefig(temporary, format="png")
+    os.replace(temporary, path)
+    return path
+
+
+def write_reports(report: BenchReport, out_dir: Path) -> dict[str, Path]:
+    """`results.md`, `results.json` and `plot.png` (when there is something to plot) in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {"table": out_dir / RESULTS_MD}
+    _write_atomic(written["table"], markdown_table(report).encode())
+    written["results"] = write_results_json(report, out_dir)
+    plot = write_plot(report, out_dir)
+    if plot is not None:
+        written["plot"] = plot
+    if (out_dir / ERRORS_JSONL).exists():
+        written["errors"] = out_dir / ERRORS_JSONL
+    return written
+
+
+# --------------------------------------------------------------------------------------------------
+# Error analysis
+# --------------------------------------------------------------------------------------------------
+
+
+def _dump(record: Any) -> dict[str, Any]:
+    return record.model_dump(mode="json", by_alias=True)
+
+
+def error_record(
+    model: str, program: str, run: EpisodeRun, score: EpisodeScore, result: ExtractionResult | None
+) -> dict[str, Any] | None:
+    """Everything wrong with one episode's extraction, or None when there is nothing to look at.
+
+    An episode is listed when it failed, had a parse failure, or has any missed, spurious, reversed or
+    mistyped edge or wrong date. Edges use the wire format (camelCase); `ignored` lists predictions
+    a non-exhaustive episode could not judge.
+    """
+    mistakes = score.missed or score.spurious or score.reversed or score.mistyped or score.wrong_dates
+    if run.status == "ok" and not run.parse_failures and not mistakes:
+        return None
+    return {
+        "model": model,
+        "program": program,
+        "id": run.id,
+        "source": run.source,
+        "status": run.status,
+        "error": run.error,
+        "f1": score.f1,
+        "tp": score.tp,
+        "fp": score.fp,
+        "fn": score.fn,
+        "parseFailures": run.parse_failures,
+        "missed": [_dump(missed.gold) for missed in score.missed],
+        "spurious": [
+            {"predicted": _dump(spurious.predicted), "duplicate": spurious.duplicate}
+            for spurious in score.spurious
+        ],
+        "reversed": [
+            {"predicted": _dump(item.predicted), "gold": _dump(item.gold), "counted": item.counted}
+            for item in score.reversed
+        ],
+        "mistyped": [
+            {"predicted": _dump(item.predicted), "gold": _dump(item.gold), "counted": item.counted}
+            for item in score.mistyped
+        ],
+        "wrongDates": [
+            {
+                "field": item.field,
+                "granularity": item.granularity,
+                "predicted": _dump(item.predicted),
+                "gold": _dump(item.gold),
+            }
+            for item in score.wrong_dates
+        ],
+        "ignored": [_dump(edge) for edge in score.ignored],
+        "warnings": [_dump(warning) for warning in result.warnings] if result is not None else [],
+    }
+
+
+def error_line(
+    model: str, program: str, run: EpisodeRun, score: EpisodeScore, result: ExtractionResult | None
+) -> str | None:
+    """`error_record` as one JSONL line (newline included), or None."""
+    record = error_record(model, program, run, score, result)
+    return None if record is None else json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def read_errors(path: Path) -> list[dict[str, Any]]:
+    """The records of an `errors.jsonl`, for notebooks and tests."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
