@@ -424,7 +424,7 @@ def _dates_in_window(
 
 
 def _episode_edge_types(episode_id: str, gold_rels: list[str], types: dict[str, EdgeType]) -> list[EdgeType]:
-    chosen = list(dict.fromkeys([*CORE_TYPES, *gold_rels]))
+    chosen = list(dict.fromkeys([*(rel for rel in CORE_TYPES if rel in types), *gold_rels]))
     others = sorted((rel for rel in types if rel not in chosen), key=lambda r: int(r[1:]))
     rng = random.Random(f"{SEED}:{episode_id}")
     rng.shuffle(others)

@@ -38,7 +38,7 @@ MAX_EPISODES_PER_PAGE: Final[int] = 3
 
 
 class Fact(NamedTuple):
-    """A time-scoped fact as its source states it; `page_side` says which end is the page itself."""
+    """A time-scoped fact as its source states it (subject and object in the edge's direction)."""
 
     subject: str
     type_name: str
@@ -299,22 +299,9 @@ def _window_episodes(
     """
     placements: dict[tuple[int, int], list[_Placed]] = {}
     for fact in facts:
-        candidates = [anchor[fact]] if anchor and fact in anchor else range(len(sentences))
-        for index in candidates:
-            found = None
-            for start, end in ((index, index + 1), (index - 1, index + 1), (index, index + 2)):
-                if start < 0 or end > len(sentences):
-                    continue
-                text = " ".join(sentences[start:end])
-                if word_count(text) > MAX_EPISODE_WORDS:
-                    continue
-                placed = _place(fact, page, text)
-                if placed is not None:
-                    found = (start, end), placed
-                    break
-            if found:
-                placements.setdefault(found[0], []).append(found[1])
-                break
+        found = _first_window(fact, page, sentences, [anchor[fact]] if anchor and fact in anchor else None)
+        if found is not None:
+            placements.setdefault(found[0], []).append(found[1])
     episodes = []
     taken: set[int] = set()
     used_facts: set[Fact] = set()
@@ -328,6 +315,28 @@ def _window_episodes(
             _episode(source, license_text, page, page_key, sentences, start, end, placed, edge_types)
         )
     return sorted(episodes, key=lambda e: e.id)
+
+
+#: Window shapes around a sentence i, tried in order: i alone, then (i-1, i), then (i, i+1).
+_SHAPES: Final[tuple[tuple[int, int], ...]] = ((0, 1), (-1, 1), (0, 2))
+
+
+def _first_window(
+    fact: Fact, page: str, sentences: list[str], candidates: list[int] | None
+) -> tuple[tuple[int, int], _Placed] | None:
+    """The smallest window that states `fact`: one sentence if any does, else two; earliest first."""
+    for before, after in _SHAPES:
+        for index in candidates if candidates is not None else range(len(sentences)):
+            start, end = index + before, index + after
+            if start < 0 or end > len(sentences):
+                continue
+            text = " ".join(sentences[start:end])
+            if word_count(text) > MAX_EPISODE_WORDS:
+                continue
+            placed = _place(fact, page, text)
+            if placed is not None:
+                return (start, end), placed
+    return None
 
 
 def _episode(
@@ -419,15 +428,21 @@ def build_tempreason_episodes(raw_dir: Path, count: int = 85) -> list[LabeledEpi
                 entry = pages.setdefault(title, (title, text, set()))
                 entry[2].update(facts)
     episodes = []
-    types = list(EDGE_TYPES)
     for title in sorted(pages):
         _, text, facts = pages[title]
-        sentences = split_sentences(text)
-        ordered = sorted(facts, key=lambda f: (f.start.value, f.subject, f.type_name, f.obj))
-        episodes.extend(
-            _window_episodes(TEMPREASON, TEMPREASON_LICENSE, title, slug(title), sentences, ordered, types)
-        )
+        episodes.extend(tempreason_episodes(title, text, facts))
     return _sample(episodes, count)
+
+
+def tempreason_episodes(title: str, text: str, facts: Iterable[Fact]) -> list[LabeledEpisode]:
+    """The episodes of one TempReason page (its text without the glued title, and its facts)."""
+    ordered = sorted(
+        facts,
+        key=lambda f: (f.start.value, f.subject, f.type_name, f.obj, f.end.value if f.end else f.start.value),
+    )
+    return _window_episodes(
+        TEMPREASON, TEMPREASON_LICENSE, title, slug(title), split_sentences(text), ordered, list(EDGE_TYPES)
+    )
 
 
 def _sample(episodes: list[LabeledEpisode], count: int) -> list[LabeledEpisode]:
@@ -502,23 +517,29 @@ def timeqa_page(item: dict[str, Any]) -> tuple[str, list[str], list[Fact], dict[
     return title, sentences, list(dict.fromkeys(facts)), anchors
 
 
+def timeqa_item_episodes(item: dict[str, Any]) -> list[LabeledEpisode]:
+    """The episodes of one TimeQA page (one item of a human_annotated file)."""
+    title, sentences, facts, anchors = timeqa_page(item)
+    if not facts:
+        return []
+    return _window_episodes(
+        TIMEQA, TIMEQA_LICENSE, title, slug(title), sentences, facts, list(EDGE_TYPES), anchors
+    )
+
+
 def build_timeqa_episodes(raw_dir: Path, count: int = 85) -> list[LabeledEpisode]:
     """Episodes from the TimeQA human-annotated train and test pages."""
     episodes = []
-    types = list(EDGE_TYPES)
     seen: set[str] = set()
     for name in ("human_annotated_train.json", "human_annotated_test.json"):
         with (raw_dir / "timeqa" / name).open(encoding="utf-8") as handle:
             items = json.load(handle)
         for item in items:
-            title, sentences, facts, anchors = timeqa_page(item)
-            key = f"{slug(title)}_{item['type']}"
-            if not facts or key in seen:
+            key = f"{slug(clean_spaced_text(item['paras'][0]))}_{item['type']}"
+            if key in seen:
                 continue
             seen.add(key)
-            episodes.extend(
-                _window_episodes(TIMEQA, TIMEQA_LICENSE, title, slug(title), sentences, facts, types, anchors)
-            )
+            episodes.extend(timeqa_item_episodes(item))
     unique: dict[str, LabeledEpisode] = {}
     for episode in episodes:
         unique.setdefault(episode.id, episode)
