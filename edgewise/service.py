@@ -13,8 +13,6 @@ import hmac
 import importlib.metadata
 import json
 import logging
-import os
-import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -38,6 +36,7 @@ from dspy.utils.exceptions import (
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from edgewise.modules.redaction import MIN_SECRET_CHARS, env_secrets, redact
 from edgewise.signatures.types import EdgeType, Entity, Episode, ExtractionResult, ExtractionWarning
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
@@ -60,16 +59,6 @@ DEFAULT_MAX_ENTITIES: Final = 200
 DEFAULT_MAX_BATCH: Final = 64
 DEFAULT_WORKERS: Final = 4
 API_PREFIX: Final = "/v1/"
-_MAX_MESSAGE_CHARS: Final = 600
-_MIN_SECRET_CHARS: Final = 4
-_SECRET_ENV_SUFFIXES: Final = ("_API_KEY", "_API_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_TOKEN")
-_MASK: Final = "***"
-# Key shapes worth masking even when the service was not told the key (a provider echoing one back).
-_KEY_PATTERNS: Final = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{6,}=*"),
-    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
-)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -120,24 +109,11 @@ class ServiceError(Exception):
         )
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every known secret and every key-shaped string replaced by `***`, and capped."""
-    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_CHARS}, key=len, reverse=True):
-        text = text.replace(secret, _MASK)
-    for pattern in _KEY_PATTERNS:
-        text = pattern.sub(lambda match: (match.group(1) if match.groups() else "") + _MASK, text)
-    if len(text) > _MAX_MESSAGE_CHARS:
-        text = text[:_MAX_MESSAGE_CHARS] + "..."
-    return text
-
-
 def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
     """Secrets the service must never echo: the LM's key, the service token, key-like env variables."""
-    found = {api_token or ""}
-    if lm is not None:
-        found.add(str(getattr(lm, "kwargs", {}).get("api_key") or ""))
-    found.update(value for name, value in os.environ.items() if name.upper().endswith(_SECRET_ENV_SUFFIXES))
-    return {secret for secret in found if len(secret) >= _MIN_SECRET_CHARS}
+    found = {api_token or "", str(getattr(lm, "kwargs", {}).get("api_key") or "") if lm is not None else ""}
+    found.update(env_secrets())
+    return {secret for secret in found if len(secret) >= MIN_SECRET_CHARS}
 
 
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:

@@ -14,6 +14,16 @@ from contextlib import contextmanager
 from typing import Any, Final, Literal
 
 import dspy
+from edgewise.modules.faults import (
+    DEFAULT_BACKOFF_BASE_S,
+    DEFAULT_BACKOFF_CAP_S,
+    DEFAULT_MAX_RETRIES,
+    RetryPolicy,
+    TokenBucket,
+    acall_with_retries,
+    call_with_retries,
+)
+from edgewise.modules.redaction import redact as redact_secrets
 from pydantic import BaseModel, Field
 
 import edgewise._offline  # noqa: F401  (offline defaults before LiteLLM loads)
@@ -36,8 +46,11 @@ class LMConfig(BaseModel):
     api_key: str | None = Field(default=None, repr=False)
     temperature: float = 0.0
     max_tokens: int = 2048
-    num_retries: int = 3
+    num_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
     timeout_s: float = 120.0
+    retry_base_s: float = Field(default=DEFAULT_BACKOFF_BASE_S, gt=0)
+    retry_cap_s: float = Field(default=DEFAULT_BACKOFF_CAP_S, gt=0)
+    max_rps: float | None = Field(default=None, gt=0)
     response_format: ResponseFormat = "auto"
     cache: bool = True
 
@@ -58,15 +71,50 @@ class LMConfig(BaseModel):
 
 
 class EdgewiseLM(dspy.LM):
-    """`dspy.LM` that states whether the endpoint takes a JSON schema as `response_format`.
+    """`dspy.LM` that states whether the endpoint takes a JSON schema, and retries with jitter.
 
-    LiteLLM knows this for hosted models but not for a self-hosted OpenAI-compatible server (vLLM,
-    llama.cpp, Ollama), which does take one; without it, small models return unparseable JSON.
+    LiteLLM knows the first for hosted models but not for a self-hosted OpenAI-compatible server
+    (vLLM, llama.cpp, Ollama), which does take one; without it, small models return unparseable JSON.
+
+    Retries: DSPy makes one attempt per call (its own `num_retries` is 0 here) and edgewise repeats
+    it under `retry_policy` (`num_retries` sets its `max_retries`), after `rate_limiter` allows each
+    request; see `edgewise.modules.faults` for why the loop lives here.
     """
 
-    def __init__(self, model: str, *, response_format: ResponseFormat = "auto", **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
+    def __init__(
+        self,
+        model: str,
+        *,
+        response_format: ResponseFormat = "auto",
+        num_retries: int = DEFAULT_MAX_RETRIES,
+        retry_policy: RetryPolicy | None = None,
+        rate_limiter: TokenBucket | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, num_retries=0, **kwargs)
         self.response_format_mode = response_format
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=num_retries)
+        self.rate_limiter = rate_limiter
+
+    def __call__(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        parent = super().__call__
+        return call_with_retries(
+            lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
+        )
+
+    async def acall(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        parent = super().acall
+        return await acall_with_retries(
+            lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
+        )
+
+    def copy(self, **kwargs: Any) -> EdgewiseLM:
+        """As `dspy.LM.copy`; `num_retries` changes edgewise's retry policy, never DSPy's own count."""
+        retries = kwargs.pop("num_retries", None)
+        copied = super().copy(**kwargs)
+        if retries is not None:
+            copied.retry_policy = copied.retry_policy._replace(max_retries=retries)
+        return copied
 
     @property
     def supports_response_schema(self) -> bool:
@@ -115,9 +163,12 @@ def build_lm(config: LMConfig, *, model_name: str | None = None, api_base: str |
     kwargs: dict[str, Any] = {
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
-        "num_retries": config.num_retries,
         "cache": config.cache,
         "timeout": config.timeout_s,
+        "retry_policy": RetryPolicy(
+            max_retries=config.num_retries, base_s=config.retry_base_s, cap_s=config.retry_cap_s
+        ),
+        "rate_limiter": TokenBucket(config.max_rps) if config.max_rps else None,
     }
     if config.api_base:
         kwargs["api_base"] = config.api_base
@@ -181,7 +232,15 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-retries",
         type=int,
         default=3,
-        help="retries with backoff on rate limits, 5xx, timeouts (default 3). Example: --max-retries 5",
+        help="retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx replies "
+        "that are not JSON; exponential backoff with jitter, Retry-After honoured (default 3). "
+        "Example: --max-retries 5",
+    )
+    group.add_argument(
+        "--max-rps",
+        type=float,
+        help="at most this many model requests a second, retries included, shared by all workers "
+        "(default: no limit). Example: --max-rps 5",
     )
     group.add_argument(
         "--timeout", type=float, default=120.0, help="seconds per LM request (default 120). Example: --timeout 30"
@@ -207,15 +266,12 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
         max_tokens=args.max_tokens,
         num_retries=args.max_retries,
         timeout_s=args.timeout,
+        max_rps=getattr(args, "max_rps", None),
         response_format=args.response_format,
         cache=not args.no_cache,
     )
 
 
 def redact(text: str, config: LMConfig | None) -> str:
-    """Remove the API key from a message (provider errors sometimes echo request headers)."""
-    secrets = [s for s in (config.api_key if config else None, os.environ.get("EDGEWISE_API_KEY")) if s]
-    for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """`text` without the configured API key, key-like environment values or key-shaped strings."""
+    return redact_secrets(text, [config.api_key if config else None], max_chars=None)

@@ -1,0 +1,341 @@
+"""Provider faults: which failed model requests are worth another attempt, when, and when to give up.
+
+A fault is a request that failed for a reason outside the episode: a rate limit, a 5xx, a timeout, a
+dropped connection, or a 200 whose body is not JSON. `call_with_retries` sends one request at a time
+under a `RetryPolicy` (exponential backoff with jitter; the provider's `Retry-After` honoured), an
+optional shared `TokenBucket` (`--max-rps`) and the episode's deadline (`episode_scope`), and counts
+each retry, so that a batch reports what the provider cost it instead of guessing.
+
+DSPy classifies the errors (`is_retryable_lm_error`) and parses `Retry-After`; edgewise owns the loop
+because DSPy's own waits have no jitter, cannot be counted, and would sleep past an episode's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Final, NamedTuple, TypeVar
+
+from dspy.utils.exceptions import (
+    AdapterParseError,
+    ContextWindowExceededError,
+    LMAuthError,
+    LMBillingError,
+    LMError,
+    LMInvalidRequestError,
+    LMProviderError,
+    LMRateLimitError,
+    LMServerError,
+    LMTimeoutError,
+    LMTransportError,
+    is_retryable_lm_error,
+)
+
+T = TypeVar("T")
+
+logger = logging.getLogger("edgewise.faults")
+
+DEFAULT_MAX_RETRIES: Final = 3
+DEFAULT_BACKOFF_BASE_S: Final = 1.0
+DEFAULT_BACKOFF_CAP_S: Final = 30.0
+# A provider asking for a longer pause than this ends the retries: waiting that long is the caller's call.
+DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
+# Jitter added on top of a Retry-After hint, as a share of the hint, so that the clients a provider
+# throttled together do not all come back in the same instant.
+_RETRY_AFTER_JITTER: Final = 0.1
+_MAX_CAUSE_DEPTH: Final = 16
+
+# Failure reasons: stable words for output lines, summaries and reports.
+REASON_DEADLINE: Final = "deadline"
+REASON_RATE_LIMITED: Final = "rate_limited"
+REASON_SERVER_ERROR: Final = "server_error"
+REASON_TIMEOUT: Final = "timeout"
+REASON_CONNECTION: Final = "connection"
+REASON_INVALID_RESPONSE: Final = "invalid_response"
+REASON_PARSE: Final = "parse"
+REASON_AUTH: Final = "auth"
+REASON_CONTEXT_WINDOW: Final = "context_window"
+REASON_INVALID_REQUEST: Final = "invalid_request"
+REASON_PROVIDER_ERROR: Final = "provider_error"
+REASON_INTERNAL: Final = "internal_error"
+
+
+class DeadlineExceeded(TimeoutError):
+    """The episode ran past its deadline (`--episode-timeout`); its partial work is discarded."""
+
+    reason = REASON_DEADLINE
+
+    def __init__(self, timeout_s: float, requests: int, retries: int) -> None:
+        self.timeout_s, self.requests, self.retries = timeout_s, requests, retries
+        super().__init__(
+            f"episode deadline of {timeout_s:g} s passed after {requests} model requests ({retries} retries); "
+            "raise --episode-timeout or lower --timeout"
+        )
+
+
+def is_invalid_success_body(error: BaseException) -> bool:
+    """A 2xx reply whose body is not JSON: a proxy or gateway cut it, not an answer from the model.
+
+    DSPy does not retry it (`LMProviderError` is its catch-all). edgewise does: the request is the
+    same at temperature 0, the provider answered 2xx so it is up, and a cut body says nothing about
+    the episode, so a second attempt is the likely fix. Only the exact catch-all class with a 2xx
+    status qualifies; auth, billing and invalid-request errors are subclasses and never retried.
+    """
+    status = getattr(error, "status", None)
+    return type(error) is LMProviderError and isinstance(status, int) and 200 <= status < 300
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Rate limits, 5xx, timeouts, transport failures (DSPy's list) and a 2xx body that is not JSON."""
+    return isinstance(error, Exception) and (is_retryable_lm_error(error) or is_invalid_success_body(error))
+
+
+def _is_timeout(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    for _ in range(_MAX_CAUSE_DEPTH):  # a cause chain can loop
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError | LMTimeoutError) or "Timeout" in type(seen).__name__:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def failure_reason(error: BaseException) -> str:
+    """The stable reason word for an exception from running an episode (see the REASON_ constants)."""
+    if isinstance(error, DeadlineExceeded):
+        return REASON_DEADLINE
+    if isinstance(error, LMRateLimitError):
+        return REASON_RATE_LIMITED
+    if isinstance(error, LMTimeoutError):
+        return REASON_TIMEOUT
+    if isinstance(error, LMTransportError):
+        return REASON_TIMEOUT if _is_timeout(error) else REASON_CONNECTION
+    if isinstance(error, LMServerError):
+        return REASON_SERVER_ERROR
+    if is_invalid_success_body(error):
+        return REASON_INVALID_RESPONSE
+    if isinstance(error, AdapterParseError):
+        return REASON_PARSE
+    if isinstance(error, LMAuthError | LMBillingError):
+        return REASON_AUTH
+    if isinstance(error, ContextWindowExceededError):
+        return REASON_CONTEXT_WINDOW
+    if isinstance(error, LMInvalidRequestError):
+        return REASON_INVALID_REQUEST
+    if isinstance(error, LMError):
+        return REASON_PROVIDER_ERROR
+    return REASON_INTERNAL
+
+
+def retry_after_seconds(error: BaseException) -> float | None:
+    """The provider's `Retry-After` hint in seconds, when it gave a usable one."""
+    hint = getattr(error, "retry_after", None)
+    if isinstance(hint, bool) or not isinstance(hint, int | float) or not math.isfinite(hint) or hint < 0:
+        return None
+    return float(hint)
+
+
+class RetryPolicy(NamedTuple):
+    """How often and how patiently to retry a failed request.
+
+    Without a hint the n-th retry (n = 0, 1, ...) waits between half and all of
+    `min(cap_s, base_s * 2**n)` ("equal jitter": never immediate, never in lockstep). With a
+    `Retry-After` hint it waits the hint plus up to 10% more; a hint over `max_retry_after_s` ends
+    the retries at once rather than hold a worker that long.
+    """
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    base_s: float = DEFAULT_BACKOFF_BASE_S
+    cap_s: float = DEFAULT_BACKOFF_CAP_S
+    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+
+    def backoff(self, retry: int, rng: random.Random | None = None) -> float:
+        ceiling = min(self.cap_s, self.base_s * 2 ** min(retry, 30))
+        return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+    def delay(self, error: BaseException, retry: int, rng: random.Random | None = None) -> float | None:
+        """Seconds to wait before retry number `retry` after `error`, or None: do not retry."""
+        if retry >= self.max_retries or not is_retryable(error):
+            return None
+        hint = retry_after_seconds(error)
+        if hint is None:
+            return self.backoff(retry, rng)
+        if hint > self.max_retry_after_s:
+            return None
+        return hint + (rng or random).uniform(0, _RETRY_AFTER_JITTER * max(hint, self.base_s))
+
+
+class TokenBucket:
+    """A limit of `rate` requests a second (bursts of `burst`), shared by every thread that holds it.
+
+    `reserve` takes a token at once and says how long its holder must wait before sending, so
+    waiting callers are served in arrival order and the average rate never exceeds `rate`.
+    """
+
+    def __init__(self, rate: float, burst: int = 1, *, clock: Callable[[], float] = time.monotonic) -> None:
+        if not rate > 0 or not math.isfinite(rate):
+            raise ValueError(f"TokenBucket rate must be a positive number of requests a second, got {rate}")
+        if burst < 1:
+            raise ValueError(f"TokenBucket burst must be >= 1, got {burst}")
+        self.rate, self.burst, self._clock = float(rate), burst, clock
+        self._tokens = float(burst)
+        self._updated = clock()
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take one token; return the seconds to wait until it is valid (0 when one was available)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._updated) * self.rate)
+            self._updated = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+
+class EpisodeStats:
+    """The model requests of one episode: how many, how many were retries and why, and its deadline.
+
+    Set for the running episode by `episode_scope`; the LM adds to it from whichever thread sends.
+    """
+
+    def __init__(
+        self, timeout_s: float | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if timeout_s is not None and not timeout_s > 0:
+            raise ValueError(f"episode timeout must be > 0 seconds, got {timeout_s}")
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self.started = clock()
+        self.deadline = None if timeout_s is None else self.started + timeout_s
+        self.requests = 0
+        self.retry_reasons: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def retries(self) -> int:
+        return sum(self.retry_reasons.values())
+
+    def add_request(self) -> None:
+        with self._lock:
+            self.requests += 1
+
+    def add_retry(self, reason: str) -> None:
+        with self._lock:
+            self.retry_reasons[reason] += 1
+
+    def passed(self, extra_s: float = 0.0) -> bool:
+        """Whether the deadline has passed, or will have after waiting `extra_s` more seconds."""
+        return self.deadline is not None and self._clock() + extra_s > self.deadline
+
+    def expired(self) -> DeadlineExceeded:
+        return DeadlineExceeded(self.timeout_s or 0.0, self.requests, self.retries)
+
+    def check(self) -> None:
+        """Raise `DeadlineExceeded` when the deadline has passed."""
+        if self.passed():
+            raise self.expired()
+
+
+_CURRENT: ContextVar[EpisodeStats | None] = ContextVar("edgewise_episode_stats", default=None)
+
+
+def current_stats() -> EpisodeStats | None:
+    return _CURRENT.get()
+
+
+@contextmanager
+def episode_scope(timeout_s: float | None = None) -> Iterator[EpisodeStats]:
+    """Count the requests made inside this block, and hold them to a deadline `timeout_s` from now.
+
+    The deadline is checked before each request, before each backoff wait (a wait that would end
+    past it fails at once) and, by the caller, once the episode is done: a result that arrives late
+    is not used, so "over the deadline" always means "failed with reason deadline".
+    """
+    stats = EpisodeStats(timeout_s)
+    token = _CURRENT.set(stats)
+    try:
+        yield stats
+    finally:
+        _CURRENT.reset(token)
+
+
+def _before_request(stats: EpisodeStats | None, limiter: TokenBucket | None) -> float:
+    """Deadline check and rate-limit reservation; returns the seconds to wait before sending."""
+    if stats is not None:
+        stats.check()
+    wait = limiter.reserve() if limiter is not None else 0.0
+    if stats is not None:
+        if wait and stats.passed(wait):
+            raise stats.expired()
+        stats.add_request()
+    return wait
+
+
+def _after_failure(
+    error: Exception, retry: int, policy: RetryPolicy, stats: EpisodeStats | None, rng: random.Random | None
+) -> float:
+    """Seconds to wait before retrying after `error`; raises when it should not be retried."""
+    delay = policy.delay(error, retry, rng)
+    if delay is None:
+        raise error
+    if stats is not None and stats.passed(delay):
+        raise stats.expired() from error
+    reason = failure_reason(error)
+    if stats is not None:
+        stats.add_retry(reason)
+    logger.info(
+        "model request failed (%s); retry %d of %d in %.2f s", reason, retry + 1, policy.max_retries, delay
+    )
+    return delay
+
+
+def call_with_retries(
+    send: Callable[[], T],
+    policy: RetryPolicy,
+    limiter: TokenBucket | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+) -> T:
+    """`send()` until it succeeds, a failure is not worth retrying, retries run out, or the deadline."""
+    stats = current_stats()
+    retry = 0
+    while True:
+        wait = _before_request(stats, limiter)
+        if wait:
+            sleep(wait)
+        try:
+            return send()
+        except Exception as error:  # noqa: BLE001 - the policy decides which failures are retried
+            sleep(_after_failure(error, retry, policy, stats, rng))
+            retry += 1
+
+
+async def acall_with_retries(
+    send: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    limiter: TokenBucket | None = None,
+    *,
+    rng: random.Random | None = None,
+) -> T:
+    """The async form of `call_with_retries`: waits with `asyncio.sleep`, never blocking the loop."""
+    stats = current_stats()
+    retry = 0
+    while True:
+        wait = _before_request(stats, limiter)
+        if wait:
+            await asyncio.sleep(wait)
+        try:
+            return await send()
+        except Exception as error:  # noqa: BLE001 - the policy decides which failures are retried
+            await asyncio.sleep(_after_failure(error, retry, policy, stats, rng))
+            retry += 1
