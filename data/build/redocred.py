@@ -196,7 +196,6 @@ CORE_TYPES: Final[tuple[str, ...]] = (
 EDGE_TYPES_PER_EPISODE: Final[int] = 28
 
 _PRONOUNS_PERSON: Final[frozenset[str]] = frozenset({"he", "she", "his", "her", "him", "hers"})
-_PRONOUNS_OTHER: Final[frozenset[str]] = frozenset({"it", "its", "they", "their", "them"})
 _ENTITY_TYPES: Final[dict[str, str]] = {"PER": "Person", "ORG": "Organization", "LOC": "Location"}
 
 
@@ -282,7 +281,8 @@ def convert_window(
             return max(evidence) in in_window and evidence <= in_context
         return co_mentioned(label["h"], label["t"])
 
-    # Entities only referred to by a pronoun in the window, named in the previous episodes.
+    # People only referred to by he/she in the window, named in the previous episodes. ("it" and
+    # "they" are left out: in a sample they pointed at the wrong entity too often.)
     pronoun_entities: dict[int, str] = {}
     for label in doc["labels"]:
         if label["r"] in DATE_RELATIONS or not label["evidence"] or not states(label):
@@ -291,9 +291,7 @@ def convert_window(
             if vertex in present or is_value(vertex):
                 continue
             earlier = mentions_in(vertex, in_context - in_window)
-            kind = vertices[vertex][0]["type"]
-            pronouns = _PRONOUNS_PERSON if kind == "PER" else _PRONOUNS_OTHER
-            if earlier and _has_pronoun(content, pronouns):
+            if earlier and vertices[vertex][0]["type"] == "PER" and _has_pronoun(content, _PRONOUNS_PERSON):
                 pronoun_entities[vertex] = _best_name(texts, earlier)
 
     triples: dict[tuple[int, str, int], None] = {}
