@@ -1,7 +1,7 @@
 """edgewise: knowledge-graph edge extraction as a compiled, measured DSPy program.
 
     import edgewise
-    extractor = edgewise.EdgeExtractor()            # or edgewise.load("path/to/compiled")
+    extractor = edgewise.load("runs/prog")          # a compiled program; or edgewise.EdgeExtractor()
     with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edgewise.lm_context(lm):
         result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
 """
@@ -10,6 +10,7 @@ import edgewise._offline  # noqa: F401  (must run before dspy/litellm are import
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm
 from edgewise.modules.seed_prompt import SeedPromptExtractor
+from edgewise.optimize.artifact import load
 from edgewise.signatures.types import (
     Edge,
     EdgeAttribute,
@@ -35,5 +36,6 @@ __all__ = [
     "SeedPromptExtractor",
     "build_lm",
     "lm_context",
+    "load",
     "open_lm",
 ]

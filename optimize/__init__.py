@@ -1,0 +1,21 @@
+"""Compiling the edge extractor: optimizer runs, and the compiled-program artifact they produce.
+
+from edgewise.optimize import optimize, load
+report = optimize(task_lm=lm, train="train", dev="dev", out="runs/prog", optimizer="mipro")
+extractor = load("runs/prog")
+"""
+
+from edgewise.optimize.artifact import ArtifactError, Manifest, load, save, shipped_programs
+from edgewise.optimize.run import BudgetExhausted, OptimizeReport, evaluate_program, optimize
+
+__all__ = [
+    "ArtifactError",
+    "BudgetExhausted",
+    "Manifest",
+    "OptimizeReport",
+    "evaluate_program",
+    "load",
+    "optimize",
+    "save",
+    "shipped_programs",
+]

@@ -14,20 +14,20 @@ import os
 import shutil
 import tempfile
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 import dspy
-from pydantic import BaseModel, Field
-
 from edgewise.modules.extractor import EdgeExtractor
+from pydantic import BaseModel, Field
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"
 SHIPPED_PACKAGE: Final = "edgewise.optimize"
 SHIPPED_FOLDER: Final = "compiled"
+_FOLDER_MODE: Final = 0o755
 
 
 class ArtifactError(ValueError):
@@ -47,7 +47,8 @@ class Manifest(BaseModel):
     data_hashes: dict[str, str] = Field(default_factory=dict)
     dev_score_before: float | None = None
     dev_score_after: float | None = None
-    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    status: str = "complete"
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     notes: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -77,14 +78,17 @@ def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Pat
     """Write the artifact atomically: build it in a sibling temp folder, then swap it in."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    previous = _previous_dir(out_dir)
+    if not out_dir.exists() and previous.is_dir():
+        previous.rename(out_dir)  # an earlier save stopped between its two renames: put the old one back
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; an artifact is meant to be shared
     try:
         program.save(str(staging / PROGRAM_FILE))
         (staging / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n")
         for file in staging.iterdir():
             with open(file, "rb") as handle:
                 os.fsync(handle.fileno())
-        previous = out_dir.with_name(f".{out_dir.name}.previous")
         if out_dir.exists():
             shutil.rmtree(previous, ignore_errors=True)
             out_dir.rename(previous)
@@ -94,6 +98,10 @@ def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Pat
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
+
+
+def _previous_dir(out_dir: Path) -> Path:
+    return out_dir.with_name(f".{out_dir.name}.previous")
 
 
 def shipped_programs() -> dict[str, Path]:
@@ -112,6 +120,11 @@ def resolve_artifact_dir(path_or_name: str | Path) -> Path:
     if str(path_or_name) in shipped:
         return shipped[str(path_or_name)]
     known = ", ".join(sorted(shipped)) or "none"
+    if _previous_dir(path).is_dir():
+        raise ArtifactError(
+            f"no compiled program at {str(path)!r}, but a save into it was interrupted: the previous program "
+            f"is intact in {_previous_dir(path)} (the next save there restores it)"
+        )
     raise ArtifactError(f"no compiled program at {str(path)!r} (shipped programs: {known})")
 
 

@@ -1,0 +1,193 @@
+"""`edgewise optimize`: compile a tuned extractor on a train split, select on dev, save the artifact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm
+from edgewise.optimize.run import AUTO_LEVELS, DEFAULT_DEMO_THRESHOLD, OPTIMIZERS, optimize
+
+HELP = "compile a tuned program (instructions and demos) and save it"
+DESCRIPTION = """Tune the edge extractor's instructions and few-shot demos for one model with a DSPy optimizer,
+using edge-F1 on --train for the search and on --dev for selection, and save the best program as a
+directory (program.json + manifest.json) that `edgewise extract --program DIR` and
+`edgewise.load(DIR)` use. Progress goes to stderr; a summary (dev edge-F1 before and after, LM calls,
+tokens, wall time) to stdout. Ctrl-C, a crash or an exhausted --budget still leaves the best program
+found so far in --out. No API key or endpoint is written to the artifact."""
+
+EXAMPLES = """examples:
+  edgewise optimize --model local --optimizer bootstrap --train smoke --dev smoke --out /tmp/prog
+  edgewise optimize --model local/qwen2.5-coder-0.5b --teacher-model local/qwen2.5-coder-1.5b \\
+      --optimizer mipro --auto light --budget 2000 --out runs/qwen05-mipro
+  edgewise optimize --model openai/gpt-4o-mini --reflection-model openai/gpt-4o --optimizer gepa \\
+      --train train --dev dev --workers 8 --out runs/gpt4omini-gepa"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "optimize",
+        help=HELP,
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="directory for the compiled program; replaced atomically. Example: --out runs/prog",
+    )
+    parser.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default="bootstrap",
+        help="mipro = MIPROv2 (instructions and demos), gepa = GEPA (instructions, from the metric's "
+        "feedback), bootstrap = bootstrapped demos with random search (default). Example: --optimizer mipro",
+    )
+    parser.add_argument(
+        "--auto",
+        choices=AUTO_LEVELS,
+        default="light",
+        help="search size for mipro and gepa (default light). Example: --auto medium",
+    )
+    parser.add_argument(
+        "--train",
+        default="train",
+        help="split name or JSONL file the optimizer learns from (default train). Example: --train smoke",
+    )
+    parser.add_argument(
+        "--dev",
+        default="dev",
+        help="split name or JSONL file candidates are selected on and the result is scored on (default dev); "
+        "keep the test split out. Example: --dev data/episodes/dev.jsonl",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0). Example: --seed 7")
+    parser.add_argument(
+        "--max-demos",
+        type=int,
+        default=4,
+        help="most bootstrapped demos per step (default 4; 0 = instructions only, mipro/gepa). Example: --max-demos 2",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        help="stop the search after this many LM calls (task and teacher models together, cached replies "
+        "included) and keep the best program found; the dev scoring before and after is not counted. "
+        "Example: --budget 500",
+    )
+    parser.add_argument(
+        "--reflexion-rounds",
+        type=int,
+        default=0,
+        help="rounds of missed-fact review in the compiled program (default 0). Example: --reflexion-rounds 1",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="episodes scored concurrently (default 1). Example: --workers 8",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        help="bootstrap: demo sets tried (default 6); mipro: instruction and demo candidates, replacing --auto "
+        "(needs --trials). Example: --candidates 4",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int,
+        help="mipro: search trials when --candidates replaces --auto. Example: --trials 8",
+    )
+    parser.add_argument(
+        "--demo-threshold",
+        type=float,
+        default=DEFAULT_DEMO_THRESHOLD,
+        help=f"edge-F1 a teacher's answer must reach to become a demo (default {DEFAULT_DEMO_THRESHOLD}). "
+        "Example: --demo-threshold 0.8",
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        help="the optimizer's own log: mipro saves every scored candidate there, gepa its state (run again "
+        "with the same --log-dir to resume). Example: --log-dir runs/gepa-log",
+    )
+    teacher = parser.add_argument_group("teacher model (optional, stronger)")
+    teacher.add_argument(
+        "--teacher-model",
+        "--reflection-model",
+        dest="teacher_model",
+        help="model that bootstraps demos (bootstrap, mipro), proposes instructions (mipro) and reflects (gepa); "
+        "default: the task model. Example: --teacher-model local/qwen2.5-coder-1.5b",
+    )
+    teacher.add_argument(
+        "--teacher-api-base",
+        help="OpenAI-compatible server of the teacher model. Example: --teacher-api-base http://127.0.0.1:8001/v1",
+    )
+    teacher.add_argument(
+        "--teacher-api-key",
+        help="API key of the teacher model (default: the provider's own variable). Example: --teacher-api-key sk-...",
+    )
+    add_lm_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def teacher_config(args: argparse.Namespace, task: LMConfig) -> LMConfig | None:
+    """The teacher's settings: its own model and endpoint, the task model's limits and retries."""
+    if not args.teacher_model:
+        return None
+    return task.model_copy(
+        update={
+            "model": args.teacher_model,
+            "api_base": args.teacher_api_base,
+            "api_key": args.teacher_api_key,
+        }
+    )
+
+
+def model_label(config: LMConfig) -> str:
+    """The model string a manifest records: `local` is spelled out as the local model it stands for."""
+    if config.is_local:
+        from edgewise.modules.local_models import resolve_local_model
+
+        return f"local/{resolve_local_model(config.model).name}"
+    return config.model
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    teacher = teacher_config(args, config)
+    same_model = teacher is not None and (model_label(teacher), teacher.api_base) == (
+        model_label(config),
+        config.api_base,
+    )
+    with ExitStack() as stack:
+        task_lm = stack.enter_context(open_lm(config))
+        teacher_lm = task_lm if same_model else stack.enter_context(open_lm(teacher)) if teacher else None
+        stack.enter_context(lm_context(task_lm))
+        report = optimize(
+            task_lm=task_lm,
+            teacher_lm=teacher_lm,
+            task_model=model_label(config),
+            teacher_model=model_label(teacher) if teacher else None,
+            secrets=[config.api_key, teacher.api_key if teacher else None],
+            train=args.train,
+            dev=args.dev,
+            out=args.out,
+            optimizer=args.optimizer,
+            auto=args.auto,
+            seed=args.seed,
+            max_demos=args.max_demos,
+            budget=args.budget,
+            reflexion_rounds=args.reflexion_rounds,
+            workers=args.workers,
+            candidates=args.candidates,
+            trials=args.trials,
+            demo_threshold=args.demo_threshold,
+            log_dir=args.log_dir,
+            progress=sys.stderr,
+        )
+    print(report.summary())
+    return 0

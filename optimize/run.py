@@ -1,0 +1,626 @@
+"""An optimizer run: tune the `EdgeExtractor`'s instructions and demos on a train split, keep the best.
+
+A run measures the uncompiled program on the dev split, lets one DSPy optimizer search (MIPROv2,
+GEPA, or bootstrapped demos with random search), measures the result on the same dev split, and
+saves it as an artifact. Two things DSPy's optimizers do not do are added here: a hard cap on LM
+calls (`budget`), and a checkpoint of the best program every time a candidate beats it on the dev
+split, so that Ctrl-C, a crash or an exhausted budget still leaves the best program found so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, NamedTuple, TextIO
+
+import dspy
+from dspy.utils.callback import BaseCallback
+from dspy.utils.usage_tracker import UsageTracker
+from edgewise.data.loader import load_episodes, resolve, to_examples
+from edgewise.eval.metric import edge_metric, score_episode
+from edgewise.modules.batch import iter_concurrently
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.optimize.artifact import Manifest, new_manifest, save
+from edgewise.signatures.types import LabeledEpisode
+
+OptimizerName = Literal["mipro", "gepa", "bootstrap"]
+AutoLevel = Literal["light", "medium", "heavy"]
+RunStatus = Literal["complete", "budget_exhausted", "interrupted", "failed"]
+
+OPTIMIZERS: Final[tuple[str, ...]] = ("mipro", "gepa", "bootstrap")
+AUTO_LEVELS: Final[tuple[str, ...]] = ("light", "medium", "heavy")
+
+DEFAULT_DEMO_THRESHOLD: Final = 0.5
+"""Edge-F1 a teacher's trace must reach on its training episode to become a demo.
+
+DSPy's bootstrapping keeps a trace when the metric is truthy; an F1 is truthy at 0.01, which would
+turn nearly every wrong answer into a demo, so a threshold is always set.
+"""
+
+DEFAULT_BOOTSTRAP_CANDIDATES: Final = 6
+"""Demo sets random search tries (the size of MIPROv2's `light` run), besides the unshuffled one."""
+
+_MIPRO_MINIBATCH_FROM: Final = 50
+"""Dev sets larger than this are scored on minibatches by MIPROv2 (its own `auto` rule)."""
+
+_MIPRO_MINIBATCH_SIZE: Final = 35
+
+_UNSHUFFLED_CANDIDATE: Final = -1
+"""Random search's candidate ids: -3 zero-shot and -2 labeled-only are skipped (the dev score before
+the run is the zero-shot score, and labeled demos are not used), -1 bootstraps in train order."""
+
+
+class BudgetExhausted(BaseException):
+    """The run spent its LM-call budget.
+
+    A `BaseException` on purpose: DSPy's evaluators and optimizers catch `Exception` per example
+    and keep going, which would turn every refused call into a zero score instead of stopping.
+    """
+
+
+class DevScore(NamedTuple):
+    """A program's score on the dev split: micro edge-F1 (the headline) and the per-episode mean F1.
+
+    The mean is what the optimizers maximize (DSPy averages the metric over examples).
+    """
+
+    edge_f1: float
+    mean_f1: float
+    episodes: int
+    parse_failures: int
+    errors: int
+
+
+class PhaseUsage(NamedTuple):
+    """LM traffic of one phase: calls made (replies from DSPy's cache included) and tokens billed."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Split(NamedTuple):
+    """Episodes of one split with where they came from: a file name and the sha256 of its bytes."""
+
+    name: str
+    episodes: list[LabeledEpisode]
+    sha256: str
+
+
+@dataclass
+class OptimizeReport:
+    """What a run did: where the program is, how it scored before and after, what it cost."""
+
+    out_dir: Path
+    program: EdgeExtractor
+    manifest: Manifest
+    status: RunStatus
+    before: DevScore
+    after: DevScore | None
+    usage: dict[str, PhaseUsage]
+    budget: int | None
+    wall_s: float
+    error: str | None = None
+
+    def summary(self) -> str:
+        """The lines printed at the end of `edgewise optimize`."""
+        optimizer = self.manifest.optimizer
+        lines = [f"edgewise optimize: {optimizer} on {self.manifest.task_model}: {self.status}"]
+        after = self.after
+        lines.append(
+            f"  dev edge-F1 (micro, {self.before.episodes} episodes): before {self.before.edge_f1:.3f}, "
+            + (
+                f"after {after.edge_f1:.3f} ({after.edge_f1 - self.before.edge_f1:+.3f})"
+                if after
+                else "after: not measured"
+            )
+        )
+        lines.append(
+            f"  dev mean episode F1 (what the optimizer maximizes): before {self.before.mean_f1:.3f}, "
+            + (f"after {after.mean_f1:.3f}" if after else "after: not measured")
+        )
+        if after is not None:
+            lines.append(
+                f"  dev parse failures: before {self.before.parse_failures}, after {after.parse_failures}"
+            )
+        search = self.usage.get("search", PhaseUsage(0, 0, 0))
+        cap = f" of a budget of {self.budget}" if self.budget is not None else ""
+        total = _total_usage(self.usage)
+        lines.append(
+            f"  LM calls: {total.calls} ({search.calls} in the search{cap}, the rest in dev evaluations); "
+            f"tokens billed: {total.prompt_tokens} prompt + {total.completion_tokens} completion"
+        )
+        lines.append(f"  wall time: {self.wall_s:.1f} s")
+        lines.append(f"  program: {self.out_dir}")
+        if self.error:
+            lines.append(f"  stopped by: {self.error}")
+        return "\n".join(lines)
+
+
+def _total_usage(usage: dict[str, PhaseUsage]) -> PhaseUsage:
+    return (
+        PhaseUsage(*(sum(values) for values in zip(*usage.values(), strict=True)))
+        if usage
+        else PhaseUsage(0, 0, 0)
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Metering: call budget, token totals, best-so-far checkpoints
+# --------------------------------------------------------------------------------------------------
+
+
+class SharedUsage(UsageTracker):
+    """A usage tracker that every worker thread of a run writes to.
+
+    DSPy's parallel executor deep-copies the tracker into each thread ("each thread tracks its own
+    usage") and never merges the copies back, so a run-level total would miss all threaded calls.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedUsage:
+        return self
+
+    def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
+        with self._lock:
+            super().add_usage(lm, usage_entry)
+
+    def tokens(self) -> tuple[int, int]:
+        with self._lock:
+            entries = [entry for entries in self.usage_data.values() for entry in entries]
+        return (
+            sum(int(entry.get("prompt_tokens") or 0) for entry in entries),
+            sum(int(entry.get("completion_tokens") or 0) for entry in entries),
+        )
+
+
+class CallMeter(BaseCallback):
+    """Counts LM calls in its context and refuses the first one past `limit`.
+
+    Counting happens before the request, for every model (task, teacher, reflection) and for replies
+    from DSPy's cache too, so the cap is exact and a rerun stops at the same place. Once exhausted it
+    stays exhausted: worker threads still holding queued examples are refused at once.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.calls = 0
+        self.exhausted = False
+        self._lock = threading.Lock()
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        with self._lock:
+            if self.limit is not None and (self.exhausted or self.calls >= self.limit):
+                self.exhausted = True
+                raise BudgetExhausted(f"the budget of {self.limit} LM calls is spent")
+            self.calls += 1
+
+
+class BestTracker(BaseCallback):
+    """Watches the optimizer's evaluations and keeps (and checkpoints) the best program on the dev split.
+
+    Every DSPy optimizer scores candidates with `dspy.Evaluate` (GEPA through its trace-capturing
+    wrapper); an evaluation over exactly the dev examples is a full score of that candidate.
+    Minibatch and training-set evaluations are ignored.
+    """
+
+    def __init__(
+        self,
+        dev_ids: Sequence[str],
+        best: dspy.Module,
+        best_score: float,
+        on_new_best: Callable[[dspy.Module, float], None],
+    ) -> None:
+        self._dev_ids = sorted(dev_ids)
+        self.best = best
+        self.best_score = best_score
+        self.candidates = 0
+        self._on_new_best = on_new_best
+        self._pending: dict[str, dspy.Module] = {}
+        self._lock = threading.Lock()
+
+    def on_evaluate_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        devset = inputs.get("devset") or getattr(instance, "devset", None) or []
+        ids = sorted(_example_id(example) for example in devset)
+        if ids == self._dev_ids and inputs.get("program") is not None:
+            with self._lock:
+                self._pending[call_id] = inputs["program"]
+
+    def on_evaluate_end(self, call_id: str, outputs: Any | None, exception: Exception | None = None) -> None:
+        with self._lock:
+            program = self._pending.pop(call_id, None)
+        if program is None or exception is not None or outputs is None:
+            return
+        results = getattr(outputs, "results", None) or []
+        score = sum(float(r[2]) for r in results) / len(results) if results else float(outputs.score) / 100
+        with self._lock:
+            self.candidates += 1
+            if score <= self.best_score:
+                return
+            self.best, self.best_score = clean_copy(program), score
+        self._on_new_best(self.best, score)
+
+
+def clean_copy(program: dspy.Module) -> dspy.Module:
+    """A copy of a program under evaluation, without the `forward` that GEPA's trace capture patches in.
+
+    `bootstrap_trace_data` replaces `program.forward` on the instance while it evaluates; a plain
+    deep copy would keep that patch, bound to the original program.
+    """
+    duplicate = program.deepcopy()
+    duplicate.__dict__.pop("forward", None)
+    return duplicate
+
+
+def _example_id(example: Any) -> str:
+    labeled = example.get("labeled") if hasattr(example, "get") else None
+    return labeled.id if isinstance(labeled, LabeledEpisode) else f"<unlabeled {id(example)}>"
+
+
+@contextlib.contextmanager
+def metered(limit: int | None = None, *extra: BaseCallback) -> Iterator[tuple[CallMeter, SharedUsage]]:
+    """Count the calls and tokens of the block (and cap the calls at `limit`)."""
+    meter, tracker = CallMeter(limit), SharedUsage()
+    callbacks = [*dspy.settings.get("callbacks", []), meter, *extra]
+    with dspy.context(callbacks=callbacks, usage_tracker=tracker):
+        yield meter, tracker
+
+
+def _phase_usage(meter: CallMeter, tracker: SharedUsage) -> PhaseUsage:
+    return PhaseUsage(meter.calls, *tracker.tokens())
+
+
+# --------------------------------------------------------------------------------------------------
+# Data and scoring
+# --------------------------------------------------------------------------------------------------
+
+Dataset = Sequence[LabeledEpisode] | str | Path
+
+
+def load_split(data: Dataset, role: str) -> Split:
+    """Episodes with their provenance; in-memory episodes are hashed as the JSONL they would be."""
+    if isinstance(data, str | Path):
+        path = resolve(data)
+        return Split(path.name, load_episodes(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    episodes = list(data)
+    text = "".join(episode.model_dump_json(by_alias=True) + "\n" for episode in episodes)
+    return Split(
+        f"<{len(episodes)} {role} episodes in memory>", episodes, hashlib.sha256(text.encode()).hexdigest()
+    )
+
+
+def evaluate_program(
+    program: dspy.Module, episodes: Sequence[LabeledEpisode], *, workers: int = 1
+) -> DevScore:
+    """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges."""
+    scores, parse_failures, errors = [], 0, 0
+    for labeled, outcome in iter_concurrently(lambda ep: program(ep.episode()), episodes, workers=workers):
+        if isinstance(outcome, Exception):
+            errors += 1
+            edges = []
+        else:
+            edges = outcome.edges
+            parse_failures += getattr(outcome.result, "parse_failures", 0)
+        scores.append(score_episode(labeled, edges))
+    tp, fp, fn = (sum(getattr(s, name) for s in scores) for name in ("tp", "fp", "fn"))
+    micro = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
+    mean = sum(s.f1 for s in scores) / len(scores) if scores else 1.0
+    return DevScore(micro, mean, len(scores), parse_failures, errors)
+
+
+# --------------------------------------------------------------------------------------------------
+# The optimizers
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SearchSettings:
+    """What the search may do; every field is recorded in the manifest."""
+
+    optimizer: OptimizerName
+    auto: AutoLevel | None = "light"
+    seed: int = 0
+    max_demos: int = 4
+    budget: int | None = None
+    reflexion_rounds: int = 0
+    workers: int = 1
+    candidates: int | None = None
+    trials: int | None = None
+    demo_threshold: float = DEFAULT_DEMO_THRESHOLD
+    log_dir: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+        if self.auto is not None and self.auto not in AUTO_LEVELS:
+            raise ValueError(f"auto must be one of {', '.join(AUTO_LEVELS)}, not {self.auto!r}")
+        if self.max_demos < 0 or self.reflexion_rounds < 0 or self.workers < 1:
+            raise ValueError("max_demos and reflexion_rounds must be >= 0, workers >= 1")
+        if self.optimizer == "bootstrap" and self.max_demos < 1:
+            raise ValueError("the bootstrap optimizer tunes demos only: max_demos must be >= 1")
+        if self.budget is not None and self.budget < 1:
+            raise ValueError("budget must be >= 1 LM call")
+        if (self.candidates is None) != (self.trials is None) and self.optimizer == "mipro":
+            raise ValueError("mipro: give both candidates and trials (they replace auto), or neither")
+
+    def record(self) -> dict[str, Any]:
+        values = {
+            "auto": self.auto if self.optimizer != "bootstrap" else None,
+            "seed": self.seed,
+            "max_demos": self.max_demos,
+            "budget": self.budget,
+            "reflexion_rounds": self.reflexion_rounds,
+            "candidates": self.candidates,
+            "trials": self.trials,
+            "demo_threshold": self.demo_threshold,
+            "selection": "dev",
+        }
+        return {key: value for key, value in values.items() if value is not None} | self.extra
+
+
+def _compile(
+    settings: SearchSettings,
+    student: EdgeExtractor,
+    train: list[dspy.Example],
+    dev: list[dspy.Example],
+    task_lm: dspy.BaseLM,
+    teacher_lm: dspy.BaseLM | None,
+) -> dspy.Module:
+    """Run the chosen DSPy optimizer (in the caller's LM context) and return the program it picked."""
+    teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
+    if settings.optimizer == "bootstrap":
+        candidates = settings.candidates if settings.candidates is not None else DEFAULT_BOOTSTRAP_CANDIDATES
+        optimizer = dspy.BootstrapFewShotWithRandomSearch(
+            metric=edge_metric,
+            teacher_settings=teacher_settings,
+            max_bootstrapped_demos=settings.max_demos,
+            max_labeled_demos=0,
+            num_candidate_programs=candidates,
+            num_threads=settings.workers,
+            metric_threshold=settings.demo_threshold,
+        )
+        restrict = range(_UNSHUFFLED_CANDIDATE, candidates)
+        return optimizer.compile(student, trainset=train, valset=dev, restrict=restrict)
+    if settings.optimizer == "mipro":
+        explicit = settings.candidates is not None
+        optimizer = dspy.MIPROv2(
+            metric=edge_metric,
+            prompt_model=teacher_lm or task_lm,
+            task_model=task_lm,
+            teacher_settings=teacher_settings,
+            max_bootstrapped_demos=settings.max_demos,
+            max_labeled_demos=0,
+            auto=None if explicit else settings.auto or "light",
+            num_candidates=settings.candidates,
+            num_threads=settings.workers,
+            seed=settings.seed,
+            log_dir=settings.log_dir,
+            metric_threshold=settings.demo_threshold,
+        )
+        minibatch = len(dev) > _MIPRO_MINIBATCH_FROM
+        return optimizer.compile(
+            student,
+            trainset=train,
+            valset=dev,
+            num_trials=settings.trials,
+            seed=settings.seed,
+            minibatch=minibatch,
+            minibatch_size=min(_MIPRO_MINIBATCH_SIZE, len(dev)),
+        )
+    optimizer = dspy.GEPA(
+        metric=edge_metric,
+        auto=settings.auto or "light",
+        reflection_lm=teacher_lm or task_lm,
+        component_selector="all",
+        num_threads=settings.workers,
+        log_dir=settings.log_dir,
+        seed=settings.seed,
+    )
+    return optimizer.compile(student, trainset=train, valset=dev)
+
+
+# --------------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------------
+
+
+def public_model_name(model: str | None, secrets: Sequence[str | None] = ()) -> str | None:
+    """A model string fit for a manifest: no `user:password@` and no secret that happens to be in it."""
+    if model is None:
+        return None
+    name = re.sub(r"(?<=//)[^/@\s]+@", "", model)
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            name = name.replace(secret, "***")
+    return name
+
+
+def _say(stream: TextIO | None, message: str) -> None:
+    if stream is not None:
+        print(f"optimize: {message}", file=stream, flush=True)
+
+
+def optimize(
+    *,
+    task_lm: dspy.BaseLM,
+    train: Dataset,
+    dev: Dataset,
+    out: str | Path,
+    optimizer: OptimizerName = "bootstrap",
+    teacher_lm: dspy.BaseLM | None = None,
+    task_model: str | None = None,
+    teacher_model: str | None = None,
+    auto: AutoLevel | None = "light",
+    seed: int = 0,
+    max_demos: int = 4,
+    budget: int | None = None,
+    reflexion_rounds: int = 0,
+    workers: int = 1,
+    candidates: int | None = None,
+    trials: int | None = None,
+    demo_threshold: float = DEFAULT_DEMO_THRESHOLD,
+    log_dir: str | Path | None = None,
+    secrets: Sequence[str | None] = (),
+    progress: TextIO | None = sys.stderr,
+) -> OptimizeReport:
+    """Compile an `EdgeExtractor` for `task_lm` and save it to `out`; return what happened.
+
+    `train` and `dev` are split names, JSONL paths or lists of `LabeledEpisode`. The optimizer
+    searches on `train` and selects on `dev`; keep the test split out of both. `teacher_lm` (a stronger
+    model) bootstraps demos and proposes instructions (MIPROv2), or reflects (GEPA); the task model
+    does it otherwise. `budget` caps the search's LM calls (all models, cached replies included);
+    the dev evaluations before and after are counted separately. `task_model` / `teacher_model` are
+    the names recorded in the manifest (default: the LMs' `model`); `secrets` are removed from them.
+
+    The best program found is written whenever a candidate beats it on dev, and again at the end,
+    also after Ctrl-C (re-raised), a crash (re-raised) or an exhausted budget (status
+    `budget_exhausted`). No API key or endpoint is written: the model comes from the caller at load.
+    """
+    started = time.monotonic()
+    settings = SearchSettings(
+        optimizer=optimizer,
+        auto=auto,
+        seed=seed,
+        max_demos=max_demos,
+        budget=budget,
+        reflexion_rounds=reflexion_rounds,
+        workers=workers,
+        candidates=candidates,
+        trials=trials,
+        demo_threshold=demo_threshold,
+        log_dir=str(log_dir) if log_dir is not None else None,
+    )
+    settings.validate()
+    train_split, dev_split = load_split(train, "train"), load_split(dev, "dev")
+    if not train_split.episodes or not dev_split.episodes:
+        raise ValueError("optimize needs at least one train and one dev episode")
+    settings.extra = {
+        "train": f"{train_split.name} ({len(train_split.episodes)} episodes)",
+        "dev": f"{dev_split.name} ({len(dev_split.episodes)} episodes)",
+    }
+    out_dir = Path(out)
+    names = {
+        "task_model": public_model_name(task_model or task_lm.model, secrets) or "unknown",
+        "teacher_model": public_model_name(
+            teacher_model or (teacher_lm.model if teacher_lm else None), secrets
+        ),
+    }
+    usage: dict[str, PhaseUsage] = {}
+
+    def manifest_for(
+        program: dspy.Module, status: RunStatus, after: DevScore | None, **notes: Any
+    ) -> Manifest:
+        return new_manifest(
+            program,
+            **names,
+            optimizer=optimizer,
+            settings=settings.record(),
+            data_hashes={"train": train_split.sha256, "dev": dev_split.sha256},
+            dev_score_before=before.edge_f1,
+            dev_score_after=after.edge_f1 if after else None,
+            status=status,
+            notes={
+                "dev_mean_f1_before": before.mean_f1,
+                **({"dev_mean_f1_after": after.mean_f1} if after else {}),
+                **{f"{phase}_calls": spent.calls for phase, spent in usage.items()},
+                "prompt_tokens": _total_usage(usage).prompt_tokens,
+                "completion_tokens": _total_usage(usage).completion_tokens,
+                "wall_s": round(time.monotonic() - started, 1),
+                **notes,
+            },
+        )
+
+    student = EdgeExtractor(max_reflexion_rounds=reflexion_rounds)
+    train_examples, dev_examples = to_examples(train_split.episodes), to_examples(dev_split.episodes)
+
+    _say(
+        progress,
+        f"{optimizer}: {len(train_examples)} train, {len(dev_examples)} dev episodes; scoring the "
+        "uncompiled program on dev",
+    )
+    with metered() as (meter, tracker):
+        before = evaluate_program(student, dev_split.episodes, workers=workers)
+    usage["before"] = _phase_usage(meter, tracker)
+    _say(progress, f"dev before: edge-F1 {before.edge_f1:.3f}, mean episode F1 {before.mean_f1:.3f}")
+
+    def checkpoint(program: dspy.Module, score: float) -> None:
+        save(program, out_dir, manifest_for(program, "interrupted", None, search_score=score))
+        _say(progress, f"new best on dev (mean episode F1 {score:.3f}); saved to {out_dir}")
+
+    best = BestTracker([e.id for e in dev_split.episodes], student.deepcopy(), before.mean_f1, checkpoint)
+    status: RunStatus = "complete"
+    error: str | None = None
+    compiled: dspy.Module | None = None
+    try:
+        with metered(budget, best) as (meter, tracker), contextlib.redirect_stdout(progress or sys.stderr):
+            try:
+                compiled = _compile(settings, student, train_examples, dev_examples, task_lm, teacher_lm)
+            finally:
+                usage["search"] = _phase_usage(meter, tracker)
+    except BudgetExhausted as stop:
+        status, error = "budget_exhausted", str(stop)
+        _say(progress, f"{stop}; keeping the best program found")
+    except BaseException as stop:  # Ctrl-C or a crash: save what was found, then let it propagate
+        status = "interrupted" if isinstance(stop, KeyboardInterrupt) else "failed"
+        error = f"{type(stop).__name__}: {stop}"
+        usage.setdefault("search", PhaseUsage(0, 0, 0))
+        save(
+            best.best,
+            out_dir,
+            manifest_for(best.best, status, None, search_score=best.best_score, error=error),
+        )
+        _say(progress, f"{status}; the best program so far is saved to {out_dir}")
+        raise
+
+    program = compiled if compiled is not None else best.best
+    _say(progress, f"search done ({best.candidates} candidates scored on dev); scoring the result on dev")
+    with metered() as (meter, tracker):
+        after = evaluate_program(program, dev_split.episodes, workers=workers)
+        if after.mean_f1 < best.best_score and best.best is not program:
+            _say(
+                progress,
+                f"the optimizer's pick scores {after.mean_f1:.3f} < {best.best_score:.3f}; keeping the "
+                "best program seen on dev",
+            )
+            program = best.best
+            after = evaluate_program(program, dev_split.episodes, workers=workers)
+    usage["after"] = _phase_usage(meter, tracker)
+    manifest = manifest_for(
+        program, status, after, search_score=best.best_score, **({"error": error} if error else {})
+    )
+    save(program, out_dir, manifest)
+    return OptimizeReport(
+        out_dir=out_dir,
+        program=program,
+        manifest=manifest,
+        status=status,
+        before=before,
+        after=after,
+        usage=usage,
+        budget=budget,
+        wall_s=time.monotonic() - started,
+        error=error,
+    )
+
+
+__all__ = [
+    "BudgetExhausted",
+    "DevScore",
+    "OptimizeReport",
+    "PhaseUsage",
+    "SearchSettings",
+    "evaluate_program",
+    "load_split",
+    "optimize",
+]
