@@ -107,14 +107,14 @@ def test_reversed_edge_is_a_false_positive_and_a_miss_and_is_classified() -> Non
     assert (s.tp, s.fp, s.fn) == (0, 1, 1)
     assert (s.pair_tp, s.pair_fp, s.pair_fn) == (0, 1, 1)  # direction counts for pairs too
     assert len(s.reversed) == 1 and s.reversed[0].predicted.source_entity_name == "Acme"
-    assert s.missed == [] and s.spurious == []
+    assert s.missed == () and s.spurious == ()
 
 
 def test_symmetric_type_matches_either_direction() -> None:
     ep = episode([gold("Alice", "SIBLING_OF", "Bob")], symmetric=("SIBLING_OF",))
     s = score_episode(ep, [pred("Bob", "SIBLING_OF", "Alice")])
     assert (s.tp, s.fp, s.fn) == (1, 0, 0)
-    assert s.pair_tp == 1 and s.reversed == []
+    assert s.pair_tp == 1 and s.reversed == ()
 
 
 def test_symmetry_is_read_from_the_episode_edge_types() -> None:
@@ -194,7 +194,7 @@ def test_matching_prefers_the_assignment_that_agrees_on_dates() -> None:
             pred("Alice", "WORKS_AT", "Acme", valid=dt(2010, 3, 1)),
         ],
     )
-    assert s.tp == 2 and (s.valid_at_right, s.valid_at_total) == (2, 2) and s.wrong_dates == []
+    assert s.tp == 2 and (s.valid_at_right, s.valid_at_total) == (2, 2) and s.wrong_dates == ()
 
 
 def test_unknown_entities_are_spurious() -> None:
@@ -269,7 +269,7 @@ def test_non_exhaustive_counts_only_predictions_sharing_source_and_type() -> Non
     assert [x.predicted.target_entity_name for x in s.spurious] == ["Globex", "Initech"]
     assert (s.pair_tp, s.pair_fp) == (1, 3)  # pairs: the source alone decides; Bob's edge forgiven
     exhaustive = score_episode(episode(edges, exhaustive=True), preds)
-    assert (exhaustive.tp, exhaustive.fp, exhaustive.pair_fp) == (1, 4, 4) and exhaustive.ignored == []
+    assert (exhaustive.tp, exhaustive.fp, exhaustive.pair_fp) == (1, 4, 4) and exhaustive.ignored == ()
 
 
 def test_non_exhaustive_keeps_duplicates_and_reversed_labels() -> None:
