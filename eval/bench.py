@@ -358,7 +358,6 @@ def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, 
     line = error_line(state.summary.model, state.summary.program, run, score, result)
     if line is not None:
         errors.write(line)
-        errors.flush()
 
 
 def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
@@ -434,7 +433,7 @@ def run_bench(
     """Run every program with every model over `episodes`, score them, and write the reports.
 
     `out_dir` receives `results.md` (the table), `results.json`, `plot.png` and `errors.jsonl`
-    (streamed while the bench runs); `results.json` is also rewritten after each model x program, so
+    (written as episodes finish, flushed after each run); `results.json` is also rewritten after each model x program, so
     even a killed bench leaves the finished runs. `lm_factory(config)` is a context manager yielding
     the LM (default: `open_lm`, which starts the local server for `local` models); DSPy's cache is
     off for every LM either way. `seed` fixes the bootstrap resamples. Raises `BenchInterrupted`
@@ -576,6 +575,7 @@ def _run_program(
             bar.update(1)
             if state.summary.failure_reasons:
                 bar.set_postfix(failed=sum(state.summary.failure_reasons.values()), refresh=False)
+    errors.flush()  # per run, not per line: a line-by-line flush costs more than scoring the episode
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:
