@@ -1,0 +1,401 @@
+"""`edgewise optimize` and the compiled-program artifact, offline: every optimizer on a tiny split.
+
+The fake model answers any DSPy request by the output fields it asks for. Its extraction is only
+half right (one of two gold edges) unless the prompt carries demos or an instruction with the word
+IMPROVED, which is what its instruction-proposing answers contain, so each optimizer has something
+real to find and the tests can check that it was found, saved and loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pytest
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.lm import LMConfig, lm_context
+from edgewise.optimize import ArtifactError, load, optimize, save
+from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
+from edgewise.signatures.types import LabeledEpisode
+from fakes import ScriptedLM
+
+import edgewise
+from edgewise.cli import build_parser, main
+
+IMPROVED = "IMPROVED: extract every fact between the entities, including where people live."
+
+
+def labeled(i: int) -> LabeledEpisode:
+    return LabeledEpisode.model_validate(
+        {
+            "id": f"ep{i}",
+            "source": "test",
+            "license": "CC0-1.0",
+            "episodeContent": f"Ann{i} works at Co{i}. Ann{i} lives in Town{i}.",
+            "entities": [{"name": f"Ann{i}"}, {"name": f"Co{i}"}, {"name": f"Town{i}"}],
+            "referenceTime": "2025-01-01T00:00:00Z",
+            "edges": [gold_edge(i, "WORKS_AT", f"Co{i}"), gold_edge(i, "LIVES_IN", f"Town{i}")],
+        }
+    )
+
+
+def gold_edge(i: int, rel: str, target: str) -> dict[str, Any]:
+    return {"relationshipType": rel, "sourceEntityName": f"Ann{i}", "targetEntityName": target, "fact": rel}
+
+
+TRAIN = [labeled(i) for i in range(4)]
+DEV = [labeled(i) for i in (4, 5)]
+
+
+def output_fields(system: str) -> list[tuple[str, str]]:
+    block = system.split("Your output fields are:")[1].split("All interactions")[0]
+    return re.findall(r"^\d+\. `(\w+)` \(([^)]*)\)", block, re.MULTILINE)
+
+
+def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+    """Answer any JSONAdapter request; extraction is complete only with demos or an IMPROVED instruction."""
+    system = str(messages[0]["content"])
+    reply: dict[str, Any] = {}
+    for name, kind in output_fields(system):
+        if name == "edges":
+            i = int(re.search(r"Ann(\d+) works", str(messages[-1]["content"])).group(1))
+            edges = [gold_edge(i, "WORKS_AT", f"Co{i}")]
+            if len(messages) > 2 or "IMPROVED" in system:
+                edges.append(gold_edge(i, "LIVES_IN", f"Town{i}"))
+            reply[name] = edges
+        elif kind.startswith("list"):
+            reply[name] = []
+        elif "instruction" in name:
+            reply[name] = IMPROVED
+        else:
+            reply[name] = "Short texts about people, their employers and towns."
+    return json.dumps(reply)
+
+
+def compile_with(out: Path, lm: ScriptedLM | None = None, **kwargs: Any):
+    lm = lm or ScriptedLM(respond)
+    options = {"train": TRAIN, "dev": DEV, "max_demos": 2, "progress": io.StringIO()} | kwargs
+    with lm_context(lm):
+        return optimize(task_lm=lm, out=out, **options)
+
+
+def predictor_state(program: dspy.Module) -> list[tuple[str, str, int]]:
+    return [(name, p.signature.instructions, len(p.demos)) for name, p in program.named_predictors()]
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "options"),
+    [
+        ("bootstrap", {}),
+        ("mipro", {"auto": "light"}),
+        ("gepa", {"auto": "light", "budget": 60}),
+    ],
+)
+def test_each_optimizer_finds_the_better_program_and_writes_a_loadable_artifact(tmp_path, optimizer, options):
+    report = compile_with(tmp_path / "prog", optimizer=optimizer, **options)
+
+    assert report.before.edge_f1 == pytest.approx(2 / 3)  # one of two gold edges per episode
+    assert report.after is not None and report.after.edge_f1 == 1.0
+    loaded = load(tmp_path / "prog")
+    assert isinstance(loaded, EdgeExtractor)
+    assert predictor_state(loaded) == predictor_state(report.program)
+    found = loaded.extract.demos if optimizer != "gepa" else loaded.extract.signature.instructions
+    assert found and (optimizer != "gepa" or "IMPROVED" in found)
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert manifest["optimizer"] == optimizer
+    assert manifest["task_model"] == "fake/scripted"
+    assert manifest["dev_score_before"] == pytest.approx(2 / 3) and manifest["dev_score_after"] == 1.0
+    assert (
+        manifest["dspy_version"] == dspy.__version__ and manifest["edgewise_version"] == edgewise.__version__
+    )
+    assert set(manifest["data_hashes"]) == {"train", "dev"}
+    assert manifest["settings"]["max_demos"] == 2 and manifest["settings"]["reflexion_rounds"] == 0
+    with lm_context(ScriptedLM(respond)):
+        assert len(loaded(DEV[0].episode()).edges) == 2
+
+
+def test_teacher_model_bootstraps_the_demos(tmp_path):
+    task, teacher = ScriptedLM(respond), ScriptedLM(respond, model="fake/teacher")
+    report = compile_with(tmp_path / "prog", task, optimizer="bootstrap", teacher_lm=teacher, candidates=1)
+    assert teacher.calls, "the teacher answered the bootstrapping calls"
+    assert report.manifest.teacher_model == "fake/teacher"
+    assert report.program.extract.demos
+
+
+def test_round_trip_gives_identical_prompts_and_predictions(tmp_path):
+    report = compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=2)
+    loaded = load(tmp_path / "prog")
+    assert loaded.extract.demos, "the round trip is only interesting with demos"
+    for labeled_episode in DEV:
+        answers = []
+        for program in (report.program, loaded):
+            lm = ScriptedLM(respond)
+            with lm_context(lm):
+                result = program(labeled_episode.episode()).result
+            answers.append((result.model_dump(), [call["messages"] for call in lm.calls]))
+        assert answers[0] == answers[1]
+
+
+def test_a_program_compiled_for_other_signatures_fails_to_load_with_a_clear_message(tmp_path):
+    compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=1)
+    manifest_path = tmp_path / "prog" / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text())
+    manifest["signature_fingerprints"]["extract"] = "0" * 16
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match=r"compiled for other signatures \(differs in: extract\)"):
+        load(tmp_path / "prog")
+
+
+def test_another_version_warns_but_loads(tmp_path):
+    compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=1)
+    manifest_path = tmp_path / "prog" / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text())
+    manifest["dspy_version"] = "0.0.1"
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.warns(UserWarning, match="compiled with dspy 0.0.1"):
+        assert load(tmp_path / "prog").extract.demos
+
+
+def test_a_crash_during_save_leaves_the_previous_artifact_intact(tmp_path, monkeypatch):
+    report = compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=1)
+    before = (tmp_path / "prog" / PROGRAM_FILE).read_bytes()
+    replacement = EdgeExtractor()
+
+    def crash(path: str, **kwargs: Any) -> None:
+        Path(path).write_text('{"extract": {"dem')  # half a file, then the process "dies"
+        raise OSError("disk full")
+
+    monkeypatch.setattr(replacement, "save", crash)
+    with pytest.raises(OSError, match="disk full"):
+        save(replacement, tmp_path / "prog", new_manifest(replacement, task_model="x", optimizer="bootstrap"))
+    assert (tmp_path / "prog" / PROGRAM_FILE).read_bytes() == before
+    assert predictor_state(load(tmp_path / "prog")) == predictor_state(report.program)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prog"], "no staging folder is left behind"
+
+
+def test_a_save_stopped_between_its_renames_is_recovered(tmp_path):
+    report = compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=1)
+    (tmp_path / "prog").rename(tmp_path / ".prog.previous")  # the state between the two renames
+    with pytest.raises(ArtifactError, match="previous program is intact"):
+        load(tmp_path / "prog")
+    program = EdgeExtractor()
+    save(program, tmp_path / "prog", new_manifest(program, task_model="x", optimizer="bootstrap"))
+    assert load(tmp_path / "prog").extract.demos == []
+    assert not (tmp_path / ".prog.previous").exists()
+    assert report.program.extract.demos
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_budget_stops_the_search_and_the_best_program_is_still_saved(tmp_path, workers):
+    lm = ScriptedLM(respond)
+    report = compile_with(tmp_path / "prog", lm, optimizer="bootstrap", budget=5, workers=workers)
+    assert report.status == "budget_exhausted"
+    assert report.usage["search"].calls == 5
+    assert len(lm.calls) == report.usage["before"].calls + 5 + report.usage["after"].calls
+    # the one candidate scored within the budget beat the baseline, and it is what was kept
+    assert report.after is not None and report.after.edge_f1 == 1.0
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "budget_exhausted" and manifest["settings"]["budget"] == 5
+    assert load(tmp_path / "prog").extract.demos
+
+
+def failing_after(calls: int, error: BaseException):
+    counter = iter(range(10**6))
+
+    def responder(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        if next(counter) >= calls:
+            raise error
+        return respond(messages, kwargs)
+
+    return responder
+
+
+def test_ctrl_c_mid_search_saves_the_best_program_so_far(tmp_path):
+    # 2 dev calls before, then the first candidate: 2 bootstrapping calls and 2 dev calls (a new best)
+    lm = ScriptedLM(failing_after(7, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        compile_with(tmp_path / "prog", lm, optimizer="bootstrap")
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "interrupted"
+    assert manifest["notes"]["search_score"] == 1.0 and manifest["dev_score_after"] is None
+    assert len(load(tmp_path / "prog").extract.demos) == 2
+
+
+def test_a_crash_mid_search_saves_the_best_program_so_far_and_propagates(tmp_path, monkeypatch):
+    from dspy.teleprompt import random_search
+
+    real_evaluate, made = random_search.Evaluate, []
+
+    def evaluate_that_breaks_on_the_second_candidate(*args: Any, **kwargs: Any):
+        made.append(args)
+        if len(made) == 2:
+            raise RuntimeError("optimizer bug")
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(random_search, "Evaluate", evaluate_that_breaks_on_the_second_candidate)
+    with pytest.raises(RuntimeError, match="optimizer bug"):
+        compile_with(tmp_path / "prog", optimizer="bootstrap")
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "failed" and manifest["notes"]["error"] == "RuntimeError: optimizer bug"
+    assert len(load(tmp_path / "prog").extract.demos) == 2
+
+
+def test_a_run_stopped_before_any_candidate_saves_the_uncompiled_program(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        compile_with(
+            tmp_path / "prog", ScriptedLM(failing_after(3, KeyboardInterrupt())), optimizer="bootstrap"
+        )
+    assert predictor_state(load(tmp_path / "prog")) == predictor_state(EdgeExtractor())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"optimizer": "bootstrap", "max_demos": 0}, "max_demos must be >= 1"),
+        ({"optimizer": "mipro", "candidates": 3}, "give both candidates and trials"),
+        ({"optimizer": "bootstrap", "budget": 0}, "budget must be >= 1"),
+        ({"optimizer": "simba"}, "optimizer must be one of"),
+    ],
+)
+def test_bad_settings_are_refused_before_any_call(tmp_path, options, message):
+    lm = ScriptedLM(respond)
+    with pytest.raises(ValueError, match=message):
+        compile_with(tmp_path / "prog", lm, **options)
+    assert lm.calls == [] and not (tmp_path / "prog").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path, episodes: list[LabeledEpisode]) -> Path:
+    path.write_text("".join(json.dumps(e.model_dump(mode="json", by_alias=True)) + "\n" for e in episodes))
+    return path
+
+
+def test_cli_compiles_from_files_and_writes_no_secret(tmp_path, monkeypatch, capsys):
+    import edgewise.cli.optimize as cli_optimize
+
+    opened: list[LMConfig] = []
+
+    @contextmanager
+    def fake_open_lm(config: LMConfig) -> Iterator[ScriptedLM]:
+        opened.append(config)
+        lm = ScriptedLM(respond, model=config.model)
+        lm.kwargs["api_key"] = config.api_key  # a real LM holds its key like this
+        yield lm
+
+    monkeypatch.setattr(cli_optimize, "open_lm", fake_open_lm)
+    monkeypatch.setenv("EDGEWISE_API_KEY", "sk-env-SECRET-0001")
+    train, dev = write_jsonl(tmp_path / "train.jsonl", TRAIN), write_jsonl(tmp_path / "dev.jsonl", DEV)
+    code = main(
+        [
+            "optimize", "--model", "openai/task-model", "--api-base", "http://user:pw@127.0.0.1:9/v1",
+            "--api-key", "sk-task-SECRET-0002", "--teacher-model", "openai/teacher-model",
+            "--teacher-api-key", "sk-teacher-SECRET-0003", "--optimizer", "bootstrap", "--candidates", "1",
+            "--train", str(train), "--dev", str(dev), "--max-demos", "2", "--out", str(tmp_path / "prog"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert [c.api_key for c in opened] == ["sk-task-SECRET-0002", "sk-teacher-SECRET-0003"]
+    out = capsys.readouterr()
+    assert "dev edge-F1 (micro, 2 episodes): before 0.667, after 1.000" in out.out
+    assert "optimize: dev before" in out.err
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert (
+        manifest["task_model"] == "openai/task-model" and manifest["teacher_model"] == "openai/teacher-model"
+    )
+    assert manifest["data_hashes"] == {
+        "train": hashlib.sha256(train.read_bytes()).hexdigest(),
+        "dev": hashlib.sha256(dev.read_bytes()).hexdigest(),
+    }
+    written = "".join(p.read_text() for p in (tmp_path / "prog").iterdir())
+    for secret in ("SECRET", "user:pw", "127.0.0.1", "api_key", "api_base"):
+        assert secret not in written
+
+
+def test_every_optimize_flag_has_help_with_an_example():
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    parser = subparsers.choices["optimize"]
+    for action in parser._actions:
+        if action.dest != "help":
+            assert "Example:" in (action.help or ""), action.dest
+
+
+# --------------------------------------------------------------------------------------------------
+# The production API on a loaded program
+# --------------------------------------------------------------------------------------------------
+
+
+def slow_respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+    time.sleep(0.002)  # let worker threads interleave
+    return respond(messages, kwargs)
+
+
+class ThreadedLM(ScriptedLM):
+    """Records which threads answered, to show the batch really ran concurrently."""
+
+    def __init__(self) -> None:
+        super().__init__(slow_respond)
+        self.threads: set[int] = set()
+
+    def forward(self, *args: Any, **kwargs: Any):
+        self.threads.add(threading.get_ident())
+        return super().forward(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("compiled") / "prog"
+    compile_with(out, optimizer="bootstrap", candidates=1)
+    return out
+
+
+def test_loaded_extractor_batch_is_thread_safe(compiled):
+    extractor = edgewise.load(compiled)
+    episodes = [labeled(i) for i in range(10, 30)]
+    lm = ThreadedLM()
+    with lm_context(lm):
+        results = extractor.batch([e.episode() for e in episodes], workers=4)
+    assert len(lm.threads) > 1
+    for episode, result in zip(episodes, results, strict=True):
+        assert {(e.source_entity_name, e.target_entity_name) for e in result.edges} == {
+            (g.source_entity_name, g.target_entity_name) for g in episode.edges
+        }
+        assert result.usage["extract"].calls == 1, "each result counts only its own call"
+
+
+def test_loaded_extractor_aextract_runs_concurrently_with_the_callers_lm(compiled):
+    extractor = edgewise.load(compiled)
+    episodes = [labeled(i) for i in range(40, 46)]
+
+    async def extract_all():
+        with lm_context(ScriptedLM(slow_respond)):
+            return await asyncio.gather(*(extractor.aextract(e.episode()) for e in episodes))
+
+    for episode, result in zip(episodes, asyncio.run(extract_all()), strict=True):
+        assert [e.target_entity_name for e in result.edges] == [g.target_entity_name for g in episode.edges]
+
+
+def test_load_accepts_keyword_episodes_and_needs_an_artifact(compiled, tmp_path):
+    extractor = edgewise.load(str(compiled))
+    with lm_context(ScriptedLM(respond)):
+        result = extractor(
+            episode_content="Ann7 works at Co7. Ann7 lives in Town7.",
+            entities=[{"name": "Ann7"}, {"name": "Co7"}, {"name": "Town7"}],
+            reference_time="2025-01-01T00:00:00Z",
+        ).result
+    assert len(result.edges) == 2
+    with pytest.raises(ArtifactError, match="no compiled program"):
+        edgewise.load(tmp_path / "missing")
