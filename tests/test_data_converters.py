@@ -365,3 +365,38 @@ def test_timeqa_drops_a_fact_whose_years_are_not_in_the_text() -> None:
         questions=[["Which team did Ana Lopes coach from 2009 to 2014?", [timeqa_answer("Sporting B")]]],
     )
     assert timeqa_item_episodes(item) == []
+
+
+def test_a_season_is_not_a_stated_year() -> None:
+    assert stated_date(parse_date_text("2016"), "a loan until the end of the 2016–17 season") is None
+    assert stated_date(parse_date_text("2013"), "in 2013–2018 he worked there") == (utc(2013, 1, 1), "year")
+
+
+def test_dialogre_form_of_address_is_not_an_alternate_name() -> None:
+    dialogue = [
+        ["Speaker 1: Sir? Ross?", "Speaker 2: Yes."],
+        [
+            relation("Speaker 2", "Sir", "per:alternate_names"),
+            relation("Speaker 2", "Ross", "per:alternate_names"),
+        ],
+    ]
+    episode = convert_dialogue(dialogue, "dev0009")
+    assert episode is not None
+    assert [(s, t, o) for s, t, o, *_ in edge_rows(episode)] == [("Ross", "ALSO_KNOWN_AS", "Speaker 2")]
+    assert "Sir" in [e.name for e in episode.entities]  # still listed, as a distractor
+
+
+def test_timeqa_list_item_without_its_heading_gives_no_episode() -> None:
+    paras = ["Ana Lopes", "Ana Lopes ( born 1980 ) is a coach .", "- Sporting B ( 2010 – 2014 )"]
+    start = paras[2].index("Sporting B")
+    item = {
+        "type": "P6087",
+        "questions": [
+            [
+                "Which team did Ana Lopes coach from 2010 to 2014?",
+                [{"para": 2, "from": start, "end": start + 10, "answer": "Sporting B"}],
+            ]
+        ],
+        "paras": paras,
+    }
+    assert timeqa_item_episodes(item) == []

@@ -152,11 +152,37 @@ ALIAS_MAX_SHARE: Final[float] = 0.25
 _ENTITY_TYPES: Final[dict[str, str]] = {"PER": "Person", "ORG": "Organization", "GPE": "Location"}
 
 
+#: Ways of addressing someone that DialogRE sometimes labels as alternate names ("Sir?").
+_ADDRESS_TERMS: Final[frozenset[str]] = frozenset(
+    {
+        "sir",
+        "ma'am",
+        "madam",
+        "mom",
+        "mommy",
+        "dad",
+        "daddy",
+        "honey",
+        "sweetie",
+        "man",
+        "dude",
+        "buddy",
+        "baby",
+    }
+)
+
+
+def _is_name(*names: str) -> bool:
+    """Both sides of an ALSO_KNOWN_AS edge look like names: capitalized, not a form of address."""
+    return all(name[:1].isupper() and name.lower() not in _ADDRESS_TERMS for name in names)
+
+
 def convert_dialogue(dialogue: list[Any], dialogue_key: str) -> LabeledEpisode | None:
     """One episode for a whole DialogRE dialogue ([turns, relations]), or None if it breaks a rule.
 
     Entities are every speaker who talks and every argument of a relation (including arguments of
-    "unanswerable" pairs, which are distractors). An argument that does not occur in the text, a
+    "unanswerable" pairs, which are distractors). An alternate name that is a form of address
+    ("Sir", "man") gives no edge. An argument that does not occur in the text, a
     dialogue over MAX_EPISODE_WORDS words or MAX_ENTITIES entities, or one with no edge is skipped.
     """
     turns: list[str] = dialogue[0]
@@ -188,7 +214,7 @@ def convert_dialogue(dialogue: list[Any], dialogue_key: str) -> LabeledEpisode |
                 source, target = target, source
             if mapping.type_name in _SYMMETRIC:
                 source, target = sorted((source, target))
-            if source == target:
+            if source == target or (mapping.type_name == "ALSO_KNOWN_AS" and not _is_name(source, target)):
                 continue
             key = (source, mapping.type_name, target)
             edges.setdefault(

@@ -217,7 +217,8 @@ def find_name(name: str, text: str) -> str | None:
 
 
 def _has_year(year: int, text: str) -> bool:
-    return re.search(rf"(?<!\d){year}(?!\d)", text) is not None
+    """`year` written as a year; "2016–17" names a season, not the year 2016, so it does not count."""
+    return re.search(rf"(?<!\d){year}(?!\d|[–-]\d{{2}}(?!\d))", text) is not None
 
 
 def stated_date(source: DatedValue, text: str) -> DatedValue | None:
@@ -317,6 +318,9 @@ def _window_episodes(
     return sorted(episodes, key=lambda e: e.id)
 
 
+#: A window that holds a list item ("- Jaromir Netzel, 2006-2007") states no relation: the role
+#: ("chief executives") is in a section heading the page text does not keep.
+_LIST_ITEM: Final[str] = "- "
 #: Window shapes around a sentence i, tried in order: i alone, then (i-1, i), then (i, i+1).
 _SHAPES: Final[tuple[tuple[int, int], ...]] = ((0, 1), (-1, 1), (0, 2))
 
@@ -331,7 +335,9 @@ def _first_window(
             if start < 0 or end > len(sentences):
                 continue
             text = " ".join(sentences[start:end])
-            if word_count(text) > MAX_EPISODE_WORDS:
+            if word_count(text) > MAX_EPISODE_WORDS or any(
+                x.startswith(_LIST_ITEM) for x in sentences[start:end]
+            ):
                 continue
             placed = _place(fact, page, text)
             if placed is not None:
