@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import random
 import re
 import sys
 import threading
@@ -302,20 +303,27 @@ def load_split(data: Dataset, role: str) -> Split:
 def evaluate_program(
     program: dspy.Module, episodes: Sequence[LabeledEpisode], *, workers: int = 1
 ) -> DevScore:
-    """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges."""
-    scores, parse_failures, errors = [], 0, 0
+    """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges.
+
+    When every episode raised, the first error is raised instead: the model was never reached.
+    """
+    scores, parse_failures, failures = [], 0, []
     for labeled, outcome in iter_concurrently(lambda ep: program(ep.episode()), episodes, workers=workers):
         if isinstance(outcome, Exception):
-            errors += 1
+            failures.append(outcome)
             edges = []
         else:
             edges = outcome.edges
             parse_failures += getattr(outcome.result, "parse_failures", 0)
         scores.append(score_episode(labeled, edges))
+    if failures and len(failures) == len(episodes):
+        raise failures[
+            0
+        ]  # nothing reached the model (a wrong model name, a server down): say so, don't score 0
     tp, fp, fn = (sum(getattr(s, name) for s in scores) for name in ("tp", "fp", "fn"))
     micro = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
     mean = sum(s.f1 for s in scores) / len(scores) if scores else 1.0
-    return DevScore(micro, mean, len(scores), parse_failures, errors)
+    return DevScore(micro, mean, len(scores), parse_failures, len(failures))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -390,6 +398,8 @@ def _compile(
             num_threads=settings.workers,
             metric_threshold=settings.demo_threshold,
         )
+        train = list(train)
+        random.Random(settings.seed).shuffle(train)  # the search's own candidates are seeded by their index
         restrict = range(_UNSHUFFLED_CANDIDATE, candidates)
         return optimizer.compile(student, trainset=train, valset=dev, restrict=restrict)
     if settings.optimizer == "mipro":

@@ -258,6 +258,16 @@ def test_a_run_stopped_before_any_candidate_saves_the_uncompiled_program(tmp_pat
     assert predictor_state(load(tmp_path / "prog")) == predictor_state(EdgeExtractor())
 
 
+def test_a_model_that_never_answers_fails_before_the_search(tmp_path):
+    def unreachable(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        raise ConnectionError("connection refused")
+
+    lm = ScriptedLM(unreachable)
+    with pytest.raises(ConnectionError, match="connection refused"):
+        compile_with(tmp_path / "prog", lm, optimizer="bootstrap")
+    assert len(lm.calls) == len(DEV) and not (tmp_path / "prog").exists()
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -64,7 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="split name or JSONL file candidates are selected on and the result is scored on (default dev); "
         "keep the test split out. Example: --dev data/episodes/dev.jsonl",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0). Example: --seed 7")
+    parser.add_argument(
+        "--seed", type=int, default=0,
+        help="random seed: the order bootstrap tries training episodes in, mipro's and gepa's sampling "
+        "(default 0). Example: --seed 7",
+    )
     parser.add_argument(
         "--max-demos",
         type=int,
