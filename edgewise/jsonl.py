@@ -2,14 +2,19 @@
 
 Input lines are read as bytes so that invalid UTF-8 becomes an error line for that line, not a crash
 of the run. Output lines are written whole with one `write` and flushed, so after a kill the file is
-valid JSONL up to a possibly cut last line, which `resume_point` drops before a run continues.
+valid JSONL up to a possibly cut last line, which `resume_point` drops before a run continues. Output
+line n always answers input line n (its "line" field says so), which is what makes resuming exact:
+no input is lost and none is answered twice.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -57,7 +62,9 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return InputLine(line, None, None, InputError(source, line, None, f"invalid UTF-8 at byte {error.start}"))
+        return InputLine(
+            line, None, None, InputError(source, line, None, f"invalid UTF-8 at byte {error.start}")
+        )
     if not text.strip():
         return InputLine(line, None, None, InputError(source, line, None, "empty line"))
     try:
@@ -67,7 +74,15 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
     if not isinstance(data, dict):
         return InputLine(line, None, None, InputError(source, line, None, "expected a JSON object"))
     raw_id = data.get("id")
+    if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int | float)):
+        return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
+    surrogate = _lone_surrogate(text, data)
+    if surrogate is not None:
+        message = (
+            f"contains the escape \\u{surrogate:04x}, half of a surrogate pair, which is not valid Unicode"
+        )
+        return InputLine(line, line_id, None, InputError(source, line, None, message))
     fields = {key: value for key, value in data.items() if key in _EPISODE_KEYS}
     try:
         return InputLine(line, line_id, Episode.model_validate(fields), None)
@@ -75,6 +90,23 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
         return InputLine(line, line_id, None, validation_error(source, line, error))
     except RecursionError:
         return InputLine(line, line_id, None, InputError(source, line, None, "nesting too deep"))
+
+
+def _lone_surrogate(text: str, data: Any) -> int | None:
+    """The first unpaired surrogate a `\\ud800`-style escape put into the parsed value, if any.
+
+    Valid UTF-8 cannot hold one, but a JSON escape can; no model provider accepts it and no UTF-8
+    output can carry it, so the line is refused here with its reason rather than failing later.
+    """
+    if "\\u" not in text:
+        return None
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        return ord(error.object[error.start])
+    except RecursionError:
+        return None
+    return None
 
 
 _EPISODE_KEYS = frozenset(
@@ -97,28 +129,122 @@ def error_record(item: InputLine, kind: str, error: dict[str, Any]) -> dict[str,
     return {"id": item.id, "line": item.line, "error": {"kind": kind, **error}}
 
 
-def write_record(stream: IO[str], record: dict[str, Any]) -> None:
-    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One output line as UTF-8 bytes, newline included.
+
+    A lone surrogate in a model's reply (a `\\ud800` escape it produced) is written back as that
+    same JSON escape, so the line stays valid JSON and valid UTF-8 instead of failing the run.
+    """
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+
+
+def write_record(stream: IO[str] | IO[bytes], record: dict[str, Any]) -> None:
+    """Write one record as one line and flush it, so that a kill can cut at most this line."""
+    data = encode_record(record)
+    if isinstance(stream, io.TextIOBase):
+        stream.write(data.decode("utf-8"))
+    else:
+        view = memoryview(data)
+        while view:  # an unbuffered file may take a large line in more than one write
+            written = stream.write(view)
+            view = view[written or 0 :]
     stream.flush()
 
 
+class ResumeError(ValueError):
+    """The output file cannot be continued: it was not written by one `edgewise extract` run."""
+
+
 def resume_point(path: Path) -> int:
-    """How many output lines are complete; a cut last line is removed so appending stays valid JSONL."""
+    """How many output lines are complete; a cut last line is removed so appending stays valid JSONL.
+
+    Only the last line can be cut by a kill. A broken line before it, or a line whose "line" field is
+    not its own position, means the file was edited or written by two runs at once: that is a
+    `ResumeError`, never a silent truncation that would lose the lines after it.
+    """
     if not path.exists():
         return 0
-    data = path.read_bytes()
     keep, count = 0, 0
-    for raw in data.splitlines(keepends=True):
-        if not raw.endswith(b"\n"):
-            break
-        try:
-            json.loads(raw)
-        except ValueError:
-            break
-        keep += len(raw)
-        count += 1
-    if keep != len(data):
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # the cut last line
+            try:
+                record = json.loads(raw)
+            except ValueError as error:
+                raise ResumeError(
+                    f"{path} line {count + 1}: not valid JSON ({error}); only a cut last line can be repaired, "
+                    "so this file cannot be resumed (move it aside and run without --resume)"
+                ) from None
+            position = record.get("line") if isinstance(record, dict) else None
+            if position != count + 1:
+                raise ResumeError(
+                    f"{path} line {count + 1}: answers input line {position!r}, not {count + 1}; the file was not "
+                    "written by one edgewise extract run, so it cannot be resumed"
+                )
+            keep += len(raw)
+            count += 1
+    if keep != path.stat().st_size:
         with open(path, "r+b") as handle:
             handle.truncate(keep)
             os.fsync(handle.fileno())
     return count
+
+
+@dataclass
+class BatchSummary:
+    """What a batch did: results, failures by reason, model-request retries, and how long it took.
+
+    `done` counts result lines; `parse_failures` how many of those had a reply the adapter could not
+    parse even after its repair (their edges are empty for that step). `failed` counts error lines
+    by reason; `retries` counts model requests sent again after a fault, by fault reason.
+    """
+
+    lines: int = 0
+    done: int = 0
+    parse_failures: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    retries: Counter[str] = field(default_factory=Counter)
+    retried_episodes: int = 0
+    requests: int = 0
+    resumed_after: int = 0
+    wall_s: float = 0.0
+
+    def add_retries(self, requests: int, retries: Counter[str]) -> None:
+        self.requests += requests
+        self.retries.update(retries)
+        self.retried_episodes += bool(sum(retries.values()))
+
+    def text(self) -> str:
+        """One line for stderr: `1000 lines in 41.2 s: done 975 ..., failed 25 (...); retried ...`."""
+        failed = sum(self.failed.values())
+        retried = sum(self.retries.values())
+        parts = [
+            f"done {self.done}"
+            + (f" ({self.parse_failures} with parse failures)" if self.parse_failures else "")
+        ]
+        parts.append(f"failed {failed}" + (f" ({_counts(self.failed)})" if failed else ""))
+        retry = f"retried {retried} model requests in {self.retried_episodes} episodes"
+        if retried:
+            retry += f" ({_counts(self.retries)})"
+        resumed = f", resumed after {self.resumed_after} lines" if self.resumed_after else ""
+        return f"{self.lines} lines in {self.wall_s:.1f} s{resumed}: {', '.join(parts)}; {retry}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "done": self.done,
+            "parseFailures": self.parse_failures,
+            "failed": dict(sorted(self.failed.items())),
+            "failedTotal": sum(self.failed.values()),
+            "retries": dict(sorted(self.retries.items())),
+            "retriesTotal": sum(self.retries.values()),
+            "retriedEpisodes": self.retried_episodes,
+            "requests": self.requests,
+            "resumedAfter": self.resumed_after,
+            "wallSeconds": round(self.wall_s, 3),
+        }
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counter.items()))

@@ -237,6 +237,14 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "Example: --max-retries 5",
     )
     group.add_argument(
+        "--retry-backoff",
+        type=float,
+        default=DEFAULT_BACKOFF_BASE_S,
+        help="backoff scale in seconds when the provider gives no Retry-After: retry n waits between half and "
+        f"all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s (default {DEFAULT_BACKOFF_BASE_S:g}). "
+        "Example: --retry-backoff 0.5",
+    )
+    group.add_argument(
         "--max-rps",
         type=float,
         help="at most this many model requests a second, retries included, shared by all workers "
@@ -267,6 +275,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
         num_retries=args.max_retries,
         timeout_s=args.timeout,
         max_rps=getattr(args, "max_rps", None),
+        retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
         response_format=args.response_format,
         cache=not args.no_cache,
     )

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import dspy
 from tqdm import tqdm
 
 from edgewise.jsonl import (
+    BatchSummary,
     InputLine,
     error_record,
     read_episode_lines,
@@ -19,7 +24,8 @@ from edgewise.jsonl import (
     write_record,
 )
 from edgewise.modules.batch import iter_concurrently
-from edgewise.modules.lm import add_lm_arguments, config_from_args, lm_context, open_lm, redact
+from edgewise.modules.faults import episode_scope, failure_reason
+from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm, redact
 from edgewise.programs import resolve_program
 from edgewise.signatures.types import ExtractionResult
 
@@ -29,13 +35,21 @@ DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per
 Each input line is an episode: {"id": ..., "episodeContent": ..., "previousEpisodes": [...],
 "entities": [{"name": ...}], "referenceTime": "2025-01-01T00:00:00Z", "edgeTypes": [...]}.
 Each output line carries the input's "id" and "line" and either the seed's {"edges": [...]} plus
-"warnings" and "usage", or an "error" object (line, field, message). Output keeps input order."""
+"warnings" and "usage", or an "error" object (kind, reason, line, field, message). Output keeps
+input order and each line is written as soon as it and every line before it are done, so --resume
+continues a stopped or killed run without losing or repeating an episode.
+
+Failed model requests (429, 5xx, timeouts, dropped connections, 2xx replies that are not JSON) are
+retried with exponential backoff and jitter (--max-retries, Retry-After honoured); an episode past
+--episode-timeout fails with reason "deadline". The last stderr line sums up: done, failed by
+reason, retried model requests by reason."""
 
 EXAMPLES = """examples:
   edgewise extract --input episodes.jsonl --output edges.jsonl
   echo '{"episodeContent": "Ana joined Acme in 2021.", "entities": [{"name": "Ana"}, {"name": "Acme"}],
         "referenceTime": "2025-01-01T00:00:00Z"}' | edgewise extract --model openai/gpt-4o-mini
-  edgewise extract --program runs/prog --input big.jsonl --output out.jsonl --workers 8 --resume"""
+  edgewise extract --program runs/prog --input big.jsonl --output out.jsonl --workers 8 --resume
+  edgewise extract -i big.jsonl -o out.jsonl --workers 16 --max-rps 10 --episode-timeout 120"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,10 +88,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Example: --output out.jsonl --resume",
     )
     parser.add_argument(
+        "--episode-timeout", type=float,
+        help="seconds one episode may take, retries and waits included; a later episode fails with reason "
+        "\"deadline\" (default: no limit). Example: --episode-timeout 120",
+    )
+    parser.add_argument(
+        "--summary-json", type=Path,
+        help="also write the end-of-run summary as JSON to this file. Example: --summary-json summary.json",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar on stderr. Example: --no-progress"
     )
     add_lm_arguments(parser)
     parser.set_defaults(func=run)
+
+
+class EpisodeOutcome(NamedTuple):
+    """What one input line came to: a result, or the error that ended it, and its model requests."""
+
+    result: ExtractionResult | None
+    error: Exception | None
+    requests: int
+    retries: Counter[str]
+
+
+def extract_episode(program: dspy.Module, item: InputLine, timeout_s: float | None) -> EpisodeOutcome:
+    """Run `program` on one line's episode under its deadline; never raises for a failed episode."""
+    if item.episode is None:
+        return EpisodeOutcome(None, None, 0, Counter())
+    with episode_scope(timeout_s) as stats:
+        try:
+            result = program(item.episode).result
+            stats.check()  # a result that arrives after the deadline is not used
+        except Exception as error:  # noqa: BLE001 - a failed episode is an output line, not the end of the run
+            return EpisodeOutcome(None, error, stats.requests, stats.retry_reasons)
+    return EpisodeOutcome(result, None, stats.requests, stats.retry_reasons)
+
+
+def outcome_record(item: InputLine, outcome: EpisodeOutcome | Exception, config: LMConfig) -> dict[str, Any]:
+    """The output line for one input line: its result, or an error with a reason and no secrets."""
+    if item.error is not None:
+        return error_record(item, "input", {"reason": "invalid_input", **item.error.record()})
+    if isinstance(outcome, EpisodeOutcome) and outcome.result is not None:
+        return result_record(item, outcome.result)
+    error = outcome if isinstance(outcome, Exception) else outcome.error
+    error = error or RuntimeError("the program returned no result")
+    message = redact(f"{type(error).__name__}: {error}", config)
+    return error_record(
+        item, "lm", {"reason": failure_reason(error), "line": item.line, "field": None, "message": message}
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,15 +144,20 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--resume needs --output (the file to continue)")
     if args.workers < 1:
         raise ValueError("--workers must be >= 1")
+    if args.episode_timeout is not None and not args.episode_timeout > 0:
+        raise ValueError("--episode-timeout must be > 0 seconds")
     config = config_from_args(args)
     program = resolve_program(args.baseline or args.program, reflexion_rounds=args.reflexion_rounds)
-    outcomes: Counter[str] = Counter()
+    started = time.monotonic()
+    summary = BatchSummary()
     with ExitStack() as stack:
         source = str(args.input) if args.input else "<stdin>"
         stream_in = stack.enter_context(open(args.input, "rb")) if args.input else sys.stdin.buffer
         done = resume_point(args.output) if args.resume else 0
+        summary.resumed_after = done
+        # Unbuffered binary appends: each record reaches the file in one write, at once.
         stream_out = (
-            stack.enter_context(open(args.output, "a" if args.resume else "w", encoding="utf-8"))
+            stack.enter_context(open(args.output, "ab" if args.resume else "wb", buffering=0))
             if args.output else sys.stdout
         )
         lm = stack.enter_context(open_lm(config))
@@ -101,26 +165,24 @@ def run(args: argparse.Namespace) -> int:
         progress = stack.enter_context(
             tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=done)
         )
-
-        def extract(item: InputLine) -> ExtractionResult | None:
-            return program(item.episode).result if item.episode is not None else None
-
         items = read_episode_lines(stream_in, source, skip=done)
-        for item, outcome in iter_concurrently(extract, items, workers=args.workers):
-            if item.error is not None:
-                record = error_record(item, "input", item.error.record())
-                outcomes["invalid input"] += 1
-            elif isinstance(outcome, Exception):
-                reason = type(outcome).__name__
-                record = error_record(
-                    item, "lm", {"line": item.line, "field": None, "message": redact(f"{reason}: {outcome}", config)}
-                )
-                outcomes[f"failed: {reason}"] += 1
-            else:
-                record = result_record(item, outcome)
-                outcomes["done"] += 1
+        outcomes = iter_concurrently(
+            lambda item: extract_episode(program, item, args.episode_timeout), items, workers=args.workers
+        )
+        for item, outcome in outcomes:
+            record = outcome_record(item, outcome, config)
             write_record(stream_out, record)
+            summary.lines += 1
+            if "error" in record:
+                summary.failed[record["error"]["reason"]] += 1
+            else:
+                summary.done += 1
+                summary.parse_failures += bool(record.get("parseFailures"))
+            if isinstance(outcome, EpisodeOutcome):
+                summary.add_retries(outcome.requests, outcome.retries)
             progress.update(1)
-    summary = ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())) or "no input lines"
-    print(f"edgewise extract: {summary}" + (f" (resumed after {done} lines)" if done else ""), file=sys.stderr)
+    summary.wall_s = time.monotonic() - started
+    print(f"edgewise extract: {summary.text()}", file=sys.stderr)
+    if args.summary_json is not None:
+        args.summary_json.write_text(json.dumps(summary.to_json_dict(), indent=2) + "\n")
     return 0
