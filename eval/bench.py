@@ -476,8 +476,9 @@ def run_bench(
                 report, models, resolved, jobs, lm_factory, errors, workers=workers, progress=progress
             )
         except _Interrupted as interrupted:
-            if interrupted.state is not None:
-                report.runs.append(_finish(interrupted.state, seed=seed, complete=False))
+            cut = interrupted.state
+            if cut is not None and not any(run is cut.summary for run in report.runs):
+                report.runs.append(_finish(cut, seed=seed, complete=False))
             report.partial = True
             _write(report, out_path)
             raise BenchInterrupted(report) from None

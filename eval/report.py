@@ -84,8 +84,8 @@ def table_row(run: RunSummary) -> list[str]:
         _number(run.calls_per_episode, 2),
         _number(run.prompt_tokens_per_episode, 1),
         _number(run.completion_tokens_per_episode, 1),
-        _number(run.latency_p50_s, 2),
-        _number(run.latency_p95_s, 2),
+        _number(run.latency_p50_s, 3),
+        _number(run.latency_p95_s, 3),
         _cost(run.cost_per_episode_usd),
     ]
 
@@ -205,17 +205,14 @@ def write_plot(report: BenchReport, out_dir: Path) -> Path | None:
             markersize=7,
             label=f"{run.model} · {run.program}",
         )
-        axes.annotate(
-            run.program, (run.tokens_per_episode, y), textcoords="offset points", xytext=(6, 4), fontsize=8
-        )
     axes.set_xlabel("tokens per episode (prompt + completion)")
     axes.set_ylabel("edge-F1 (micro), 95% CI")
-    axes.set_ylim(0.0, 1.05)
-    axes.set_xlim(left=0.0)
+    axes.set_ylim(-0.03, 1.03)  # a point at 0 or 1 stays visible
+    axes.set_xlim(0.0, 1.15 * max(run.tokens_per_episode or 0.0 for run in points) or 1.0)
     axes.grid(True, alpha=0.3)
     title = f"edge-F1 against tokens, {report.data.episodes} episodes"
     axes.set_title(title + (" (partial)" if report.partial else ""))
-    axes.legend(fontsize=7, loc="lower right")
+    axes.legend(fontsize=7, loc="best")
     figure.subplots_adjust(left=0.1, right=0.97, top=0.93, bottom=0.1)  # tight_layout costs a draw
     path = out_dir / PLOT_PNG
     temporary = path.with_name(f".{path.name}.tmp")

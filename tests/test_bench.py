@@ -15,6 +15,7 @@ from typing import Any
 
 import litellm
 import pytest
+from edgewise.data.loader import load_episodes
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.eval.report import COLUMNS, read_errors
 from edgewise.modules.lm import LMConfig
@@ -47,8 +48,7 @@ FAILING = "Eve works"
 
 
 def load_fixture() -> list[LabeledEpisode]:
-    with open(FIXTURE, encoding="utf-8") as handle:
-        return [LabeledEpisode.model_validate_json(line) for line in handle if line.strip()]
+    return load_episodes(FIXTURE)
 
 
 def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
@@ -324,17 +324,7 @@ def test_models_flag_gives_each_model_its_api_base() -> None:
         bench_cli.parse_models("@http://127.0.0.1:1/v1", base)
 
 
-def test_cli_benches_a_server_end_to_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    asked: list[tuple[str | None, Path | None]] = []
-
-    def read_episodes(split: str | None, data: Path | None) -> list[LabeledEpisode]:
-        asked.append((split, data))
-        return load_fixture()
-
-    monkeypatch.setattr(bench_cli, "read_episodes", read_episodes)
-
+def test_cli_benches_a_server_end_to_end(tmp_path: Path, capsys: Any) -> None:
     def reply(body: dict[str, Any]) -> str:
         text = json.dumps(body["messages"])
         return next((r for marker, r in REPLIES.items() if marker in text), edges_reply())
@@ -348,7 +338,7 @@ def test_cli_benches_a_server_end_to_end(
                 "--programs",
                 "seed,default",
                 "--data",
-                "x.jsonl",
+                str(FIXTURE),
                 "--limit",
                 "2",
                 "--out",
@@ -359,7 +349,6 @@ def test_cli_benches_a_server_end_to_end(
             ]
         )
     assert code == 0
-    assert asked == [(None, Path("x.jsonl"))]
     stdout = capsys.readouterr().out
     assert stdout.startswith("| " + " | ".join(COLUMNS))
     results = json.loads((tmp_path / "results.json").read_text())

@@ -140,7 +140,7 @@ def read_episodes(split: str | None, data: Path | None) -> list[LabeledEpisode]:
     """The labeled episodes of `--data` or `--split`, validated by the data loader."""
     from edgewise.data.loader import load_episodes
 
-    return load_episodes(str(data) if data is not None else (split or DEFAULT_SPLIT))
+    return load_episodes(data if data is not None else (split or DEFAULT_SPLIT))
 
 
 def default_out_dir() -> Path:
