@@ -165,6 +165,8 @@ REDOCRED_DOC = {
         {"r": "P108", "h": 0, "t": 4, "evidence": [0, 1]},
         {"r": "P571", "h": 4, "t": 6, "evidence": [2]},
         {"r": "P112", "h": 4, "t": 7, "evidence": [2]},
+        # Stated partly in sentence 1: in window [2, 3) both names are present, but this is no fact of it.
+        {"r": "P108", "h": 7, "t": 4, "evidence": [1, 2]},
     ],
 }
 
@@ -204,7 +206,7 @@ def test_redocred_pronoun_brings_in_the_entity_from_previous_episodes() -> None:
     assert edge_rows(episode) == [("Anna Berg", "EMPLOYER", "Nordic Labs", None, None, None, None)]
 
 
-def test_redocred_inception_dates_the_founded_by_edge() -> None:
+def test_redocred_inception_dates_the_founded_by_edge_and_evidence_must_lie_in_the_window() -> None:
     types = edge_type_inventory(REL_INFO)
     episode = convert_window(REDOCRED_DOC, "Anna_Berg", 2, 3, REL_INFO, types)
     assert episode is not None

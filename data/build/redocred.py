@@ -276,6 +276,9 @@ def convert_window(
         return any(mentions_in(h, {s}) and mentions_in(t, {s}) for s in in_window)
 
     def states(label: dict[str, Any]) -> bool:
+        """The window states the triple: its last evidence sentence is in the window and the rest in
+        the previous episodes (only allowed below when a pronoun stands for one of the entities), or,
+        for triples Re-DocRED added without evidence, both entities share a window sentence."""
         evidence = set(label["evidence"])
         if evidence:
             return max(evidence) in in_window and evidence <= in_context
@@ -305,6 +308,8 @@ def convert_window(
             continue
         if head not in present and tail not in present:
             continue
+        if head in present and tail in present and not set(label["evidence"]) <= in_window:
+            continue  # stated partly in the previous episodes: not a fact of this episode
         if rel in INVERSE_TO_CANONICAL:
             rel, head, tail = INVERSE_TO_CANONICAL[rel], tail, head
         if rel in SYMMETRIC:
