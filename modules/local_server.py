@@ -9,6 +9,7 @@ the OpenAI-compatible ``api_base`` like any other server.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -128,6 +129,19 @@ def peak_rss_bytes(pid: int) -> int | None:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     return None
+
+
+@functools.cache
+def _pdeathsig_wrapper() -> str | None:
+    """``setpriv`` if it exists and knows ``--pdeathsig`` (util-linux 2.33 and later), else None."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    try:
+        usage = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return setpriv if "--pdeathsig" in usage.stdout + usage.stderr else None
 
 
 # Every server started by this process and not yet stopped: atexit and the signal handlers stop them.
@@ -288,6 +302,8 @@ class LocalServer:
                 tail = read_log_tail(self.log_path) if self.log_path else ""
                 lost_port_race = any(marker in tail.lower() for marker in _BIND_FAILURE_MARKERS)
                 if lost_port_race and attempt < attempts:
+                    if self.log_path is not None:
+                        self.log_path.unlink(missing_ok=True)
                     continue
                 raise
             except BaseException:
@@ -311,7 +327,7 @@ class LocalServer:
         self._log_handle = self.log_path.open("wb")
         command = self.command(self.model_file, port)
         on_main_thread = threading.current_thread() is threading.main_thread()
-        setpriv = shutil.which("setpriv")
+        setpriv = _pdeathsig_wrapper()
         if on_main_thread and setpriv:
             # The kernel sends SIGTERM to the server if this process dies without cleaning up
             # (SIGKILL, OOM). Only from the main thread: the signal follows the thread that forked.

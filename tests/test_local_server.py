@@ -231,7 +231,7 @@ PARENT_SCRIPT = textwrap.dedent(
 def test_no_orphan_when_the_owner_is_signalled(
     spec: LocalModelSpec, fake_binary: Path, tmp_path: Path, signum: int
 ) -> None:
-    if signum == signal.SIGKILL and shutil.which("setpriv") is None:
+    if signum == signal.SIGKILL and local_server._pdeathsig_wrapper() is None:
         pytest.skip("SIGKILL cleanup relies on setpriv --pdeathsig, which this system lacks")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), *sys.path]))
     owner = subprocess.Popen(
