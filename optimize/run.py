@@ -30,6 +30,7 @@ from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.artifact import Manifest, new_manifest, save
 from edgewise.signatures.types import LabeledEpisode
+from tqdm import tqdm
 
 OptimizerName = Literal["mipro", "gepa", "bootstrap"]
 AutoLevel = Literal["light", "medium", "heavy"]
@@ -301,14 +302,21 @@ def load_split(data: Dataset, role: str) -> Split:
 
 
 def evaluate_program(
-    program: dspy.Module, episodes: Sequence[LabeledEpisode], *, workers: int = 1
+    program: dspy.Module,
+    episodes: Sequence[LabeledEpisode],
+    *,
+    workers: int = 1,
+    progress: TextIO | None = None,
+    label: str = "dev",
 ) -> DevScore:
     """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges.
 
     When every episode raised, the first error is raised instead: the model was never reached.
     """
     scores, parse_failures, failures = [], 0, []
-    for labeled, outcome in iter_concurrently(lambda ep: program(ep.episode()), episodes, workers=workers):
+    outcomes = iter_concurrently(lambda ep: program(ep.episode()), episodes, workers=workers)
+    bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
+    for labeled, outcome in bar:
         if isinstance(outcome, Exception):
             failures.append(outcome)
             edges = []
@@ -560,7 +568,9 @@ def optimize(
         "uncompiled program on dev",
     )
     with metered() as (meter, tracker):
-        before = evaluate_program(student, dev_split.episodes, workers=workers)
+        before = evaluate_program(
+            student, dev_split.episodes, workers=workers, progress=progress, label="dev before"
+        )
     usage["before"] = _phase_usage(meter, tracker)
     _say(progress, f"dev before: edge-F1 {before.edge_f1:.3f}, mean episode F1 {before.mean_f1:.3f}")
 
@@ -596,7 +606,9 @@ def optimize(
     program = compiled if compiled is not None else best.best
     _say(progress, f"search done ({best.candidates} candidates scored on dev); scoring the result on dev")
     with metered() as (meter, tracker):
-        after = evaluate_program(program, dev_split.episodes, workers=workers)
+        after = evaluate_program(
+            program, dev_split.episodes, workers=workers, progress=progress, label="dev after"
+        )
         if after.mean_f1 < best.best_score and best.best is not program:
             _say(
                 progress,
@@ -604,7 +616,9 @@ def optimize(
                 "best program seen on dev",
             )
             program = best.best
-            after = evaluate_program(program, dev_split.episodes, workers=workers)
+            after = evaluate_program(
+                program, dev_split.episodes, workers=workers, progress=progress, label="dev after"
+            )
     usage["after"] = _phase_usage(meter, tracker)
     manifest = manifest_for(
         program, status, after, search_score=best.best_score, **({"error": error} if error else {})
