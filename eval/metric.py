@@ -636,7 +636,7 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
         s, t, kind = p_src[p], p_tgt[p], p_kind[p]
         return (kind, t, s) if kind in symmetric and t < s else (kind, s, t)
 
-    seen_keys = {pred_key(p) for p in matched}
+    seen_keys: set[tuple[str, str, str]] | None = None  # built on the first spurious prediction
     for p in range(n_pred):
         if p in matched:
             continue
@@ -658,6 +658,8 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
             else:
                 mistyped.append(MistypedEdge(predicted=pe, gold=golds[g], counted=counted))
         elif counted:
+            if seen_keys is None:
+                seen_keys = {pred_key(q) for q in matched}
             key = pred_key(p)
             spurious.append(SpuriousEdge(predicted=pe, duplicate=key in seen_keys))
             seen_keys.add(key)
