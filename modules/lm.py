@@ -43,7 +43,7 @@ class LMConfig(BaseModel):
 
     model: str = DEFAULT_MODEL
     api_base: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
+    api_key: str | None = Field(default=None, repr=False, exclude=True)
     temperature: float = 0.0
     max_tokens: int = 2048
     num_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
