@@ -9,7 +9,8 @@ the benchmark (`aggregate`, `bootstrap_ci`) and whoever reads the errors (`Episo
 Rules that a reader of a score needs to know:
 
 - Names compare after casefolding, removing diacritics and collapsing whitespace; types compare after
-  trimming and upper-casing.
+  trimming and upper-casing. A type is symmetric when the episode's `edge_types` says so for the gold
+  edge's type.
 - pair-F1 is computed the same way with the type ignored (its own maximum matching); direction still
   counts unless the gold type is symmetric.
 - validAt / invalidAt accuracy is measured over the edges matched for edge-F1, at the gold date's
@@ -65,6 +66,8 @@ _CI_LEVEL: Final[float] = 0.95
 
 
 class _Record(BaseModel):
+    """An error record: frozen, and serialized with the edges in the seed's camelCase."""
+
     model_config = ConfigDict(frozen=True)
 
 
@@ -727,9 +730,7 @@ class _Totals:
 
     def add(self, s: EpisodeScore, row: tuple[float, ...]) -> None:
         self.n += 1
-        sums = self.sums
-        for k in range(12):
-            sums[k] += row[k]
+        self.sums = [a + b for a, b in zip(self.sums, row, strict=True)]
         per_type = self.per_type
         for name, c in s.per_type.items():
             slot = per_type.get(name)
@@ -977,6 +978,10 @@ def edge_metric(
     `example.labeled` holds the `LabeledEpisode`; `prediction.edges` the predicted edges. The score is
     plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores). A prediction
     without edges scores 0 with feedback saying the program failed.
+
+    `dspy.Evaluate` sums these Predictions as floats and GEPA reads `.score` and `.feedback`. A
+    Prediction is always truthy, so `BootstrapFewShot` needs `metric_threshold` (e.g. 1.0) to reject
+    imperfect traces.
     """
     labeled = example.get("labeled") if hasattr(example, "get") else getattr(example, "labeled", None)
     if labeled is None:
