@@ -4,6 +4,7 @@ summary, and `--resume` after `kill -9`. HTTP-level tests run the real LM stack 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -195,6 +196,17 @@ def test_500_drop_and_invalid_json_are_retried_and_counted() -> None:
         assert len(server.served) == 4
     assert stats.requests == 4
     assert stats.retry_reasons == Counter(server_error=1, connection=1, invalid_response=1)
+
+
+def test_async_calls_retry_the_same_way() -> None:
+    async def call(lm: Any) -> tuple[Any, Counter[str]]:
+        with episode_scope() as stats:
+            return await lm.acall("hi"), stats.retry_reasons
+
+    with MockOpenAIServer(REPLY, faults=["429", "500", None], retry_after=0.05) as server:
+        reply, reasons = asyncio.run(call(_lm(server)))
+        assert len(server.served) == 3
+    assert reply == [REPLY] and reasons == Counter(rate_limited=1, server_error=1)
 
 
 def test_retries_are_bounded_by_max_retries() -> None:
