@@ -131,7 +131,8 @@ def report(figures: dict[str, Any]) -> str:
     failed = ", ".join(f"{reason} {count}" for reason, count in checked["failed"].items()) or "none"
     retries = ", ".join(f"{reason} {count}" for reason, count in summary["retries"].items()) or "none"
     kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(served.items()) if kind != "none")
-    return f"""# Fault injection: {settings["episodes"]} episodes, {settings["fault_rate"]:.0%} injected faults
+    title = f"{settings['episodes']} episodes, {settings['fault_rate']:.0%} injected faults"
+    return f"""# Fault injection: {title}
 
 Measured by `python benchmarks/fault_injection.py --episodes {settings["episodes"]} --fault-rate \
 {settings["fault_rate"]} --workers {settings["workers"]} --seed {settings["seed"]}`, which starts the mock
@@ -165,8 +166,10 @@ The CLI's last stderr line:
 Reading: every fault kind reaches edgewise's retry loop (the invalid-JSON 200 included, which DSPy
 alone would not retry); an episode fails only when all {1 + 3} attempts draw a fault, which at
 p = {settings["fault_rate"]} is about {settings["fault_rate"] ** 4:.2%} of episodes; a failed episode
-is an error line with its reason, never a missing line. Wall time is dominated by the slow faults
-(each holds a worker for the {settings["timeout"]:g} s timeout) and the backoff waits.
+is an error line with its reason, never a missing line. Wall time is dominated by the slow faults:
+each holds its episode for the {settings["timeout"]:g} s timeout plus a backoff, and because output
+keeps input order with at most 2 x `--workers` episodes in flight, an episode stuck at the head of the line
+holds up the ones behind it; more workers shorten that.
 """
 
 

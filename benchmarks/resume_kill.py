@@ -6,7 +6,7 @@ number of output lines is written plus a random fraction of a second, sends SIGK
 same command with `--resume` to the end. The output file is then read back: every input id must be
 there exactly once, in input order, and the resumed run must send no request for a line already done.
 
-    python benchmarks/resume_kill.py                 # 5 trials of 1000 episodes -> benchmarks/results/resume_kill.md
+    python benchmarks/resume_kill.py        # 5 trials of 1000 episodes -> benchmarks/results/resume_kill.md
     python benchmarks/resume_kill.py --trials 2 --episodes 300 --out /tmp/resume.md
 """
 
@@ -38,7 +38,8 @@ _POLL_S: Final = 0.005
 def cli_args(args: argparse.Namespace, source: str, output: str, api_base: str) -> list[str]:
     return [
         "extract", "--input", source, "--output", output, "--model", "openai/mock", "--api-base", api_base,
-        "--workers", str(args.workers), "--retry-backoff", f"{args.retry_backoff:g}", "--no-cache", "--no-progress",
+        "--workers", str(args.workers), "--retry-backoff", f"{args.retry_backoff:g}", "--no-cache",
+        "--no-progress",
     ]  # fmt: skip
 
 

@@ -73,8 +73,8 @@ def free_port() -> int:
 
 def serve_args(args: argparse.Namespace, port: int | str, api_base: str) -> list[str]:
     return [
-        "serve", "--host", HOST, "--port", str(port), "--workers", str(args.workers), "--model", "openai/mock",
-        "--api-base", api_base, "--no-cache", "--log-level", "warning",
+        "serve", "--host", HOST, "--port", str(port), "--workers", str(args.workers),
+        "--model", "openai/mock", "--api-base", api_base, "--no-cache", "--log-level", "warning",
     ]  # fmt: skip
 
 
@@ -173,6 +173,7 @@ def report(args: argparse.Namespace, figures: dict[str, Any]) -> str:
     kinds = ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items()) if name != "ok") or "none"
     command = "edgewise " + " ".join(serve_args(args, "PORT", "http://127.0.0.1:MOCK_PORT/v1"))
     ms = [value * 1000 for value in latencies]
+    mean = statistics.fmean(ms) if ms else float("nan")
     return f"""# `edgewise serve`: {args.clients} concurrent clients for {args.seconds:g} s
 
 Measured by `python benchmarks/serve_load.py --clients {args.clients} --seconds {args.seconds:g} \
@@ -192,7 +193,7 @@ expected edge. Machine: {os.cpu_count()} CPUs, shared; load average at the end {
 | throughput | {served / figures["wall_s"]:.1f} requests/s |
 | latency p50 | {percentile(ms, 0.50):.0f} ms |
 | latency p99 | {percentile(ms, 0.99):.0f} ms |
-| latency mean / max | {statistics.fmean(ms) if ms else float("nan"):.0f} ms / {max(ms, default=float("nan")):.0f} ms |
+| latency mean / max | {mean:.0f} ms / {max(ms, default=float("nan")):.0f} ms |
 
 With an instant provider every request is CPU work in one process (DSPy prompt building and reply
 parsing hold the GIL), so requests queue behind `--workers {args.workers}` extraction threads and
