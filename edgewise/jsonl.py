@@ -77,12 +77,6 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
     if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int | float)):
         return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
-    surrogate = _lone_surrogate(text, data)
-    if surrogate is not None:
-        message = (
-            f"contains the escape \\u{surrogate:04x}, half of a surrogate pair, which is not valid Unicode"
-        )
-        return InputLine(line, line_id, None, InputError(source, line, None, message))
     fields = {key: value for key, value in data.items() if key in _EPISODE_KEYS}
     try:
         return InputLine(line, line_id, Episode.model_validate(fields), None)
@@ -90,23 +84,6 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
         return InputLine(line, line_id, None, validation_error(source, line, error))
     except RecursionError:
         return InputLine(line, line_id, None, InputError(source, line, None, "nesting too deep"))
-
-
-def _lone_surrogate(text: str, data: Any) -> int | None:
-    """The first unpaired surrogate a `\\ud800`-style escape put into the parsed value, if any.
-
-    Valid UTF-8 cannot hold one, but a JSON escape can; no model provider accepts it and no UTF-8
-    output can carry it, so the line is refused here with its reason rather than failing later.
-    """
-    if "\\u" not in text:
-        return None
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as error:
-        return ord(error.object[error.start])
-    except RecursionError:
-        return None
-    return None
 
 
 _EPISODE_KEYS = frozenset(

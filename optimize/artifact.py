@@ -166,6 +166,8 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
         program.load(str(directory / PROGRAM_FILE))
     except Exception as error:
         raise ArtifactError(f"{directory / PROGRAM_FILE}: cannot load program state: {error}") from error
+    for predictor in program.predictors():
+        predictor.lm = None  # the model comes from the caller, never from the file
     return program
 
 

@@ -7,12 +7,26 @@ serializes exactly to the seed's `{"edges": [...]}` shape; Python code uses snak
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
 AttributeKind = Literal["string", "number", "integer", "boolean"]
+
+
+def _valid_unicode(value: str) -> str:
+    """Refuse a lone surrogate (a JSON `\\ud800` escape): no provider accepts it and no UTF-8 output holds it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"contains \\u{ord(error.object[error.start]):04x}, half of a surrogate pair, which is not valid Unicode"
+        ) from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_valid_unicode)]
 
 
 class _CamelModel(BaseModel):
@@ -40,9 +54,9 @@ def _as_utc(value: datetime | None) -> datetime | None:
 class Entity(_CamelModel):
     """A node already known for the episode; edges may only connect these."""
 
-    name: str = Field(min_length=1)
-    type: str | None = None
-    summary: str | None = None
+    name: Text = Field(min_length=1)
+    type: Text | None = None
+    summary: Text | None = None
 
 
 class EdgeAttribute(_CamelModel):
@@ -56,8 +70,8 @@ class EdgeAttribute(_CamelModel):
 class EdgeType(_CamelModel):
     """A relationship type the caller cares about, with its meaning and optional attributes."""
 
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: Text = Field(min_length=1)
+    description: Text = ""
     source_types: list[str] | None = None
     target_types: list[str] | None = None
     symmetric: bool = False
@@ -107,12 +121,12 @@ class Edge(_CamelModel):
 class Episode(_CamelModel):
     """The input of one extraction: the seed's context (episode, history, entities, time, types)."""
 
-    episode_content: str
-    previous_episodes: list[str] = Field(default_factory=list)
+    episode_content: Text
+    previous_episodes: list[Text] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     reference_time: datetime
     edge_types: list[EdgeType] = Field(default_factory=list)
-    custom_prompt: str = ""
+    custom_prompt: Text = ""
 
     @field_validator("reference_time")
     @classmethod

@@ -223,11 +223,6 @@ def test_service_pathological_bodies_get_a_clear_status(client: TestClient, body
     _assert_clear(client.post("/v1/extract", content=body, headers={"content-type": "application/json"}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="edgewise/service.py accepts a lone surrogate escape in episodeContent and the LM call then "
-    "fails with a 500; ExtractRequest should refuse it as a 422 naming the field, as edgewise.jsonl does",
-)
 def test_service_refuses_a_lone_surrogate_as_a_field_error(client: TestClient) -> None:
     body = json.dumps({**SEED_CONTEXT, "episodeContent": "a"}).replace('"a"', '"\\ud800"').encode()
     response = client.post("/v1/extract", content=body, headers={"content-type": "application/json"})

@@ -171,11 +171,6 @@ def test_an_lm_class_named_in_program_json_is_not_imported(
     assert not marker.exists() and "evil_lm_module" not in sys.modules
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="optimize/artifact.py keeps an LM that program.json names (model and api_key from the file; "
-    "DSPy strips only api_base); load() should drop every predictor's lm so the caller's LM is used",
-)
 def test_program_json_cannot_choose_the_model(artifact: Path) -> None:
     state = json.loads((artifact / PROGRAM_FILE).read_text())
     state["extract"]["lm"] = {
