@@ -6,7 +6,7 @@ serializes exactly to the seed's `{"edges": [...]}` shape; Python code uses snak
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, field_validator
@@ -40,15 +40,15 @@ class _CamelModel(BaseModel):
 
 def format_utc(value: datetime) -> str:
     """ISO 8601 with the "Z" suffix the seed asks for (2025-04-30T00:00:00Z)."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 class Entity(_CamelModel):
