@@ -32,6 +32,7 @@ ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
 LOCAL_PREFIX: Final = "local"
 DEFAULT_MODEL: Final = LOCAL_PREFIX
 _PLACEHOLDER_KEY: Final = "not-needed"
+LOCAL_TIMEOUT_S: Final = 900.0
 
 
 class LMConfigError(ValueError):
@@ -45,7 +46,7 @@ class LMConfig(BaseModel):
     api_base: str | None = None
     api_key: str | None = Field(default=None, repr=False, exclude=True)
     temperature: float = 0.0
-    max_tokens: int = 2048
+    max_tokens: int = 1024
     num_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
     timeout_s: float = 120.0
     retry_base_s: float = Field(default=DEFAULT_BACKOFF_BASE_S, gt=0)
@@ -188,10 +189,17 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
     from edgewise.modules.local_server import LocalServer
 
     spec = resolve_local_model(config.model)
+    local = config.model_copy(
+        update={
+            "response_format": "json_schema" if config.response_format == "auto" else config.response_format,
+            # A local server is busy, not down, when it is slow: a retried request would only queue
+            # behind the abandoned one on its single slot, so wait longer instead.
+            "timeout_s": max(config.timeout_s, LOCAL_TIMEOUT_S),
+        }
+    )
     with LocalServer(spec) as server:
         yield build_lm(
-            config.model_copy(update={"response_format": "json_schema" if config.response_format == "auto"
-                                      else config.response_format}),
+            local,
             model_name=f"openai/{server.model_name}",
             api_base=server.api_base,
         )
@@ -226,7 +234,8 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "--temperature", type=float, default=0.0, help="sampling temperature (default 0). Example: --temperature 0.2"
     )
     group.add_argument(
-        "--max-tokens", type=int, default=2048, help="reply token limit per call (default 2048). Example: --max-tokens 1024"
+        "--max-tokens", type=int, default=1024,
+        help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048"
     )
     group.add_argument(
         "--max-retries",
