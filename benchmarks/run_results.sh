@@ -4,18 +4,19 @@
 #   bash benchmarks/run_results.sh [OUT_DIR]      # default runs/results
 #
 # Steps, each logged to OUT_DIR/<step>.log, progress in OUT_DIR/progress.txt:
-#   1. subsets: train-40 and dev-30 (seeded, stratified by source) for the optimizer
+#   1. subsets: train-40 and dev-20 (seeded, stratified by source) for the optimizer
 #   2. optimize the 0.5B model (bootstrap, 1.5B teacher)  -> optimize/compiled/qwen2.5-coder-0.5b-bootstrap
-#   3. bench the 0.5B model on a 50-episode stratified test sample: seed, seed-structured, default, compiled
-#   4. optimize the 1.5B model (bootstrap, itself as teacher) -> optimize/compiled/qwen2.5-coder-1.5b-bootstrap
-#   5. bench the 1.5B model on the same test sample
-#   6. smoke split, 0.5B: default with 0 and 1 reflexion rounds (does reflexion pay for its calls?)
+#   3. bench the 0.5B model on a 30-episode stratified test sample: seed, seed-structured, default, compiled
+#   4. bench the 1.5B model on the same sample: seed (the bar the compiled 0.5B must reach)
+#   5. optimize the 1.5B model (bootstrap, itself as teacher) -> optimize/compiled/qwen2.5-coder-1.5b-bootstrap
+#   6. bench the 1.5B model: seed-structured, default, compiled
+#   7. smoke split, 0.5B: default with 0 and 1 reflexion rounds (does reflexion pay for its calls?)
 # Set STEPS="2 3" (for example) to run only some steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/results}
-STEPS=${STEPS:-"1 2 3 4 5 6"}
-TEST_LIMIT=${TEST_LIMIT:-50}
+STEPS=${STEPS:-"1 2 3 4 5 6 7"}
+TEST_LIMIT=${TEST_LIMIT:-30}
 EDGEWISE=${EDGEWISE:-edgewise}
 PY=${PY:-python}
 COMPILED=optimize/compiled
@@ -31,7 +32,7 @@ from pathlib import Path
 from edgewise.data import load_episodes
 from edgewise.eval.bench import stratified_sample
 out = Path(sys.argv[1])
-for split, limit in (("train", 40), ("dev", 30)):
+for split, limit in (("train", 40), ("dev", 20)):
     rows = stratified_sample(load_episodes(split), limit, seed=0)
     (out / f"{split}-{limit}.jsonl").write_text("".join(e.model_dump_json(by_alias=True) + "\n" for e in rows))
     print(split, len(rows))
@@ -40,22 +41,31 @@ fi
 
 optimize() {  # model teacher name
   "$EDGEWISE" optimize --model "$1" --teacher-model "$2" --optimizer bootstrap \
-    --train "$OUT/train-40.jsonl" --dev "$OUT/dev-30.jsonl" --max-demos 3 --candidates 2 --seed 0 \
+    --train "$OUT/train-40.jsonl" --dev "$OUT/dev-20.jsonl" --max-demos 3 --candidates 1 --seed 0 \
     --out "$COMPILED/$3" > "$OUT/optimize-$3.log" 2>&1
 }
-bench() {  # model compiled-name out-name
-  "$EDGEWISE" bench --models "$1" --programs "seed,seed-structured,default,$COMPILED/$2" \
+bench() {  # model programs out-name
+  "$EDGEWISE" bench --models "$1" --programs "$2" \
     --split test --limit "$TEST_LIMIT" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
 }
 
-if want 2; then log "step 2: optimize 0.5B"; optimize local/qwen2.5-coder-0.5b local/qwen2.5-coder-1.5b qwen2.5-coder-0.5b-bootstrap; fi
-if want 3; then log "step 3: bench 0.5B on test"; bench local/qwen2.5-coder-0.5b qwen2.5-coder-0.5b-bootstrap test-0.5b; fi
-if want 4; then log "step 4: optimize 1.5B"; optimize local/qwen2.5-coder-1.5b local/qwen2.5-coder-1.5b qwen2.5-coder-1.5b-bootstrap; fi
-if want 5; then log "step 5: bench 1.5B on test"; bench local/qwen2.5-coder-1.5b qwen2.5-coder-1.5b-bootstrap test-1.5b; fi
+S05=local/qwen2.5-coder-0.5b
+S15=local/qwen2.5-coder-1.5b
+if want 2; then log "step 2: optimize 0.5B"; optimize $S05 $S15 qwen2.5-coder-0.5b-bootstrap; fi
+if want 3; then
+  log "step 3: bench 0.5B on test"
+  bench $S05 "seed,seed-structured,default,$COMPILED/qwen2.5-coder-0.5b-bootstrap" test-0.5b
+fi
+if want 4; then log "step 4: bench 1.5B seed on test"; bench $S15 seed test-1.5b-seed; fi
+if want 5; then log "step 5: optimize 1.5B"; optimize $S15 $S15 qwen2.5-coder-1.5b-bootstrap; fi
 if want 6; then
-  log "step 6: reflexion on smoke"
+  log "step 6: bench 1.5B on test"
+  bench $S15 "seed-structured,default,$COMPILED/qwen2.5-coder-1.5b-bootstrap" test-1.5b
+fi
+if want 7; then
+  log "step 7: reflexion on smoke"
   for rounds in 0 1; do
-    "$EDGEWISE" bench --models local/qwen2.5-coder-0.5b --programs seed,default --reflexion-rounds "$rounds" \
+    "$EDGEWISE" bench --models local/qwen2.5-coder-0.5b --programs default --reflexion-rounds "$rounds" \
       --split smoke --seed 0 --out "$OUT/smoke-0.5b-reflexion-$rounds" > "$OUT/smoke-0.5b-reflexion-$rounds.log" 2>&1
   done
 fi

@@ -8,6 +8,7 @@ and error messages are the same everywhere. The model comes from the caller or t
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,8 @@ LOCAL_PREFIX: Final = "local"
 DEFAULT_MODEL: Final = LOCAL_PREFIX
 _PLACEHOLDER_KEY: Final = "not-needed"
 LOCAL_TIMEOUT_S: Final = 900.0
+MAX_LIST_ITEMS: Final = 12
+MAX_STRING_CHARS: Final = 300
 
 
 class LMConfigError(ValueError):
@@ -97,13 +100,20 @@ class EdgewiseLM(dspy.LM):
         self.retry_policy = retry_policy or RetryPolicy(max_retries=num_retries)
         self.rate_limiter = rate_limiter
 
+    def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.kwargs.get("api_base") and kwargs.get("response_format") is not None:
+            return {**kwargs, "response_format": bounded_response_format(kwargs["response_format"])}
+        return kwargs
+
     def __call__(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        kwargs = self._request_kwargs(kwargs)
         parent = super().__call__
         return call_with_retries(
             lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
         )
 
     async def acall(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        kwargs = self._request_kwargs(kwargs)
         parent = super().acall
         return await acall_with_retries(
             lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
@@ -131,6 +141,37 @@ class EdgewiseLM(dspy.LM):
         if self.response_format_mode != "auto" or self.kwargs.get("api_base"):
             params.add("response_format")
         return params
+
+
+def _bound_schema(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "array":
+            node.setdefault("maxItems", MAX_LIST_ITEMS)
+        elif node.get("type") == "string":
+            node.setdefault("maxLength", MAX_STRING_CHARS)
+        for value in node.values():
+            _bound_schema(value)
+    elif isinstance(node, list):
+        for value in node:
+            _bound_schema(value)
+
+
+def bounded_response_format(response_format: Any) -> Any:
+    """A JSON-schema `response_format` whose lists and strings have an upper length.
+
+    A small model under grammar-constrained decoding can append edges (or characters) until it
+    hits max_tokens; a self-hosted server (llama.cpp, vLLM) turns these bounds into its grammar, so
+    the loop ends early instead of costing a minute of CPU. Hosted providers are left as they are.
+    """
+    if isinstance(response_format, type) and issubclass(response_format, BaseModel):
+        from litellm.utils import type_to_response_format_param
+
+        response_format = type_to_response_format_param(response_format)
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return response_format
+    bounded = copy.deepcopy(response_format)
+    _bound_schema(bounded["json_schema"].get("schema"))
+    return bounded
 
 
 def _check_credentials(config: LMConfig) -> None:

@@ -66,5 +66,6 @@ class ExtractEdges(dspy.Signature):
         "(empty on the first pass)"
     )
     edges: list[ExtractedEdge] = dspy.OutputField(
-        desc="the extracted edges; an empty list when the episode states no fact between two ENTITIES"
+        desc="the extracted edges, each fact once; an empty list when the episode states no fact between "
+        "two ENTITIES"
     )

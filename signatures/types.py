@@ -92,7 +92,7 @@ class ExtractedEdge(BaseModel):
     relationshipType: str = Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")
     sourceEntityName: str = Field(description="exact name of the subject entity from ENTITIES")
     targetEntityName: str = Field(description="exact name of the object entity from ENTITIES")
-    fact: str = Field(description="the fact, quoting or closely paraphrasing the source sentence")
+    fact: str = Field(description="the fact: one short sentence quoting or closely paraphrasing the source")
     validAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
     invalidAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
 

@@ -1,0 +1,85 @@
+"""LM construction: config from flags and environment, structured-output bounds, key handling."""
+
+from __future__ import annotations
+
+import json
+
+from fakes import edge, edges_reply
+from mock_openai import MockOpenAIServer
+
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.lm import (
+    MAX_LIST_ITEMS,
+    MAX_STRING_CHARS,
+    LMConfig,
+    bounded_response_format,
+    build_lm,
+    lm_context,
+)
+from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
+
+
+def _schema_nodes(node, kind):
+    if isinstance(node, dict):
+        if node.get("type") == kind:
+            yield node
+        for value in node.values():
+            yield from _schema_nodes(value, kind)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schema_nodes(value, kind)
+
+
+def test_bounds_apply_to_every_list_and_string_of_a_schema():
+    bounded = bounded_response_format(response_schema(SeedEdgesReply))
+    arrays = list(_schema_nodes(bounded, "array"))
+    strings = list(_schema_nodes(bounded, "string"))
+    assert arrays and all(a["maxItems"] == MAX_LIST_ITEMS for a in arrays)
+    assert strings and all(s["maxLength"] == MAX_STRING_CHARS for s in strings)
+    assert "maxItems" not in json.dumps(response_schema(SeedEdgesReply))  # the input is not changed
+
+
+def test_pydantic_response_format_is_converted_then_bounded():
+    bounded = bounded_response_format(SeedEdgesReply)
+    assert bounded["type"] == "json_schema"
+    assert list(_schema_nodes(bounded, "array"))[0]["maxItems"] == MAX_LIST_ITEMS
+
+
+def test_non_schema_formats_pass_through():
+    assert bounded_response_format({"type": "json_object"}) == {"type": "json_object"}
+
+
+def test_self_hosted_requests_carry_the_bounded_schema():
+    reply = edges_reply(edge("Alice", "WORKS_AT", "Acme", "x"))
+    episode = {
+        "episodeContent": "Alice works at Acme.",
+        "entities": [{"name": "Alice"}, {"name": "Acme"}],
+        "referenceTime": "2025-01-01T00:00:00Z",
+    }
+    with MockOpenAIServer(reply) as server:
+        lm = build_lm(LMConfig(model="openai/mock", api_base=server.api_base, cache=False, num_retries=0))
+        with lm_context(lm):
+            result = EdgeExtractor()(episode).result
+        body = server.requests[0]
+    assert len(result.edges) == 1
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert list(_schema_nodes(schema, "array"))[0]["maxItems"] == MAX_LIST_ITEMS
+
+
+def test_environment_fills_unset_fields(monkeypatch):
+    monkeypatch.setenv("EDGEWISE_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("EDGEWISE_API_BASE", "http://127.0.0.1:9/v1")
+    config = LMConfig.from_env(model=None, api_base=None)
+    assert (config.model, config.api_base) == ("openai/gpt-4o-mini", "http://127.0.0.1:9/v1")
+    assert LMConfig.from_env(model="local").model == "local"
+
+
+def test_bare_model_name_on_a_server_is_routed_as_openai_compatible():
+    lm = build_lm(LMConfig(model="qwen2.5", api_base="http://127.0.0.1:9/v1"))
+    assert lm.model == "openai/qwen2.5"
+    assert lm.supports_response_schema and "response_format" in lm.supported_params
+
+
+def test_response_format_none_turns_structured_output_off():
+    lm = build_lm(LMConfig(model="openai/x", api_base="http://127.0.0.1:9/v1", response_format="none"))
+    assert "response_format" not in lm.supported_params
