@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import dspy
-from edgewise.modules.extractor import EdgeExtractor
 from pydantic import BaseModel, Field
+
+from edgewise.modules.extractor import EdgeExtractor
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"

@@ -24,13 +24,14 @@ from typing import Any, Final, Literal, NamedTuple, TextIO
 import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.usage_tracker import UsageTracker
+from tqdm import tqdm
+
 from edgewise.data.loader import load_episodes, resolve, to_examples
 from edgewise.eval.metric import edge_metric, score_episode
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.artifact import Manifest, new_manifest, save
 from edgewise.signatures.types import LabeledEpisode
-from tqdm import tqdm
 
 OptimizerName = Literal["mipro", "gepa", "bootstrap"]
 AutoLevel = Literal["light", "medium", "heavy"]
@@ -109,6 +110,7 @@ class OptimizeReport:
     usage: dict[str, PhaseUsage]
     budget: int | None
     wall_s: float
+    candidates: int = 0
     error: str | None = None
 
     def summary(self) -> str:
@@ -139,7 +141,7 @@ class OptimizeReport:
             f"  LM calls: {total.calls} ({search.calls} in the search{cap}, the rest in dev evaluations); "
             f"tokens billed: {total.prompt_tokens} prompt + {total.completion_tokens} completion"
         )
-        lines.append(f"  wall time: {self.wall_s:.1f} s")
+        lines.append(f"  candidates scored on dev: {self.candidates}; wall time: {self.wall_s:.1f} s")
         lines.append(f"  program: {self.out_dir}")
         if self.error:
             lines.append(f"  stopped by: {self.error}")
@@ -634,6 +636,7 @@ def optimize(
         usage=usage,
         budget=budget,
         wall_s=time.monotonic() - started,
+        candidates=best.candidates,
         error=error,
     )
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import dspy
 import pytest
+from fakes import ScriptedLM
+
+import edgewise
+from edgewise.cli import build_parser, main
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.lm import LMConfig, lm_context
 from edgewise.optimize import ArtifactError, load, optimize, save
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
 from edgewise.signatures.types import LabeledEpisode
-from fakes import ScriptedLM
-
-import edgewise
-from edgewise.cli import build_parser, main
 
 IMPROVED = "IMPROVED: extract every fact between the entities, including where people live."
 
@@ -199,7 +199,7 @@ def test_a_save_stopped_between_its_renames_is_recovered(tmp_path):
 def test_the_budget_stops_the_search_and_the_best_program_is_still_saved(tmp_path, workers):
     lm = ScriptedLM(respond)
     report = compile_with(tmp_path / "prog", lm, optimizer="bootstrap", budget=5, workers=workers)
-    assert report.status == "budget_exhausted"
+    assert report.status == "budget_exhausted" and report.candidates == 1
     assert report.usage["search"].calls == 5
     assert len(lm.calls) == report.usage["before"].calls + 5 + report.usage["after"].calls
     # the one candidate scored within the budget beat the baseline, and it is what was kept

@@ -65,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "keep the test split out. Example: --dev data/episodes/dev.jsonl",
     )
     parser.add_argument(
-        "--seed", type=int, default=0,
+        "--seed",
+        type=int,
+        default=0,
         help="random seed: the order bootstrap tries training episodes in, mipro's and gepa's sampling "
         "(default 0). Example: --seed 7",
     )
