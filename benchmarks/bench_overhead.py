@@ -34,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import dspy
 import mock_openai
 from dspy.utils.callback import BaseCallback
+from fakes import ScriptedLM
+from mock_openai import MockOpenAIServer
+
 from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
 from edgewise.modules.lm import LMConfig
 from edgewise.signatures.types import GoldEdge, LabeledEpisode
-from fakes import ScriptedLM
-from mock_openai import MockOpenAIServer
 
 GOAL_MS: Final = 3.0
 SOURCES: Final = ("alpha", "beta", "gamma")

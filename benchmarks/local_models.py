@@ -123,6 +123,7 @@ def run_mode(
 ) -> ModeRun:
     """Extract every episode once with one response_format setting, timing each."""
     from dspy.utils.exceptions import AdapterParseError
+
     from edgewise.eval import score_episode
     from edgewise.modules.extractor import EdgeExtractor
     from edgewise.modules.lm import LMConfig, build_lm, lm_context
@@ -298,9 +299,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from edgewise.modules.local_server import find_server_binary
-
     import edgewise._offline  # noqa: F401  (no network fetch of LiteLLM's price map)
+    from edgewise.modules.local_server import find_server_binary
 
     episodes, gold = load_episodes(args.episodes, args.limit)
     source = str(args.episodes.relative_to(ROOT) if args.episodes.is_relative_to(ROOT) else args.episodes)

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from edgewise.signatures.types import LabeledEpisode
 from pydantic import ValidationError
+
+from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")

@@ -1,9 +1,9 @@
 """edgewise: knowledge-graph edge extraction as a compiled, measured DSPy program.
 
-    import edgewise
-    extractor = edgewise.load("runs/prog")          # a compiled program; or edgewise.EdgeExtractor()
-    with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edgewise.lm_context(lm):
-        result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
+import edgewise
+extractor = edgewise.load("runs/prog")          # a compiled program; or edgewise.EdgeExtractor()
+with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edgewise.lm_context(lm):
+    result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
 """
 
 import edgewise._offline  # noqa: F401  (must run before dspy/litellm are imported)

@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import IO, Final, Literal
 
 import dspy
+from pydantic import BaseModel, Field
+
 from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
 from edgewise.eval.report import ERRORS_JSONL, error_line, markdown_table, write_reports, write_results_json
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
-from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
-from pydantic import BaseModel, Field
-
 from edgewise.programs import resolve_program
+from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 EpisodeStatus = Literal["ok", "failed"]

@@ -36,8 +36,9 @@ from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
 
 import dspy
-from edgewise.signatures.types import Edge, GoldEdge, Granularity, LabeledEpisode, format_utc
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from edgewise.signatures.types import Edge, GoldEdge, Granularity, LabeledEpisode, format_utc
 
 DateField = Literal["validAt", "invalidAt"]
 Stat = Literal[

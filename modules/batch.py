@@ -20,7 +20,7 @@ R = TypeVar("R")
 def _capture(fn: Callable[[T], R], item: T) -> R | Exception:
     try:
         return fn(item)
-    except Exception as error:  # a failed item is an outcome, not the end of the batch
+    except Exception as error:  # noqa: BLE001  (a failed item is an outcome, not the end of the batch)
         return error
 
 

@@ -45,7 +45,8 @@ def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -
 
 def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
     return ExtractionWarning(
-        code="parse_failure", message=f"{step}: the model's reply could not be parsed ({type(error).__name__})"
+        code="parse_failure",
+        message=f"{step}: the model's reply could not be parsed ({type(error).__name__})",
     )
 
 
@@ -87,7 +88,9 @@ class EdgeExtractor(dspy.Module):
         warnings.extend(cleanup_warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
         return result_prediction(
-            ExtractionResult(edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings))
+            ExtractionResult(
+                edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
+            )
         )
 
     def _extract(
@@ -162,7 +165,9 @@ class EdgeExtractor(dspy.Module):
 
         return run_concurrently(lambda episode: self(episode).result, episodes, workers=workers)
 
-    async def aextract(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> ExtractionResult:
+    async def aextract(
+        self, episode: Episode | dict[str, Any] | None = None, **fields: Any
+    ) -> ExtractionResult:
         """Async extraction for servers: runs in a worker thread with the caller's DSPy settings."""
         prediction = await asyncio.to_thread(self, as_episode(episode, **fields))
         return prediction.result

@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from typing import Any, Final, Literal
 
 import dspy
+from pydantic import BaseModel, Field
+
+import edgewise._offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.modules.faults import (
     DEFAULT_BACKOFF_BASE_S,
     DEFAULT_BACKOFF_CAP_S,
@@ -25,9 +28,6 @@ from edgewise.modules.faults import (
     call_with_retries,
 )
 from edgewise.modules.redaction import redact as redact_secrets
-from pydantic import BaseModel, Field
-
-import edgewise._offline  # noqa: F401  (offline defaults before LiteLLM loads)
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
 LOCAL_PREFIX: Final = "local"
@@ -272,11 +272,16 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "Example: --api-key sk-...",
     )
     group.add_argument(
-        "--temperature", type=float, default=0.0, help="sampling temperature (default 0). Example: --temperature 0.2"
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature (default 0). Example: --temperature 0.2",
     )
     group.add_argument(
-        "--max-tokens", type=int, default=1024,
-        help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048"
+        "--max-tokens",
+        type=int,
+        default=1024,
+        help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048",
     )
     group.add_argument(
         "--max-retries",
@@ -301,7 +306,10 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: no limit). Example: --max-rps 5",
     )
     group.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds per LM request (default 120). Example: --timeout 30"
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per LM request (default 120). Example: --timeout 30",
     )
     group.add_argument(
         "--response-format",
@@ -311,7 +319,9 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         "support it; none = free text. Example: --response-format json_object",
     )
     group.add_argument(
-        "--no-cache", action="store_true", help="do not reuse DSPy's cache of earlier replies. Example: --no-cache"
+        "--no-cache",
+        action="store_true",
+        help="do not reuse DSPy's cache of earlier replies. Example: --no-cache",
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Final
 
 from edgewise.signatures.types import (
@@ -68,27 +68,25 @@ def parse_date(value: str | None) -> tuple[datetime | None, str | None]:
         return None, None
     text = value.strip()
     if match := _YEAR.match(text):
-        return datetime(int(match[1]), 1, 1, tzinfo=timezone.utc), None
+        return datetime(int(match[1]), 1, 1, tzinfo=UTC), None
     try:
         if match := _YEAR_MONTH.match(text):
-            return datetime(int(match[1]), int(match[2]), 1, tzinfo=timezone.utc), None
+            return datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC), None
         if match := _DATE.match(text):
-            return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=timezone.utc), None
+            return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC), None
         parsed = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
         return None, f"unparseable date {value!r}"
     if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=timezone.utc), None
-    return parsed.astimezone(timezone.utc), None
+        return parsed.replace(tzinfo=UTC), None
+    return parsed.astimezone(UTC), None
 
 
 def _warn(code: str, message: str, raw: ExtractedEdge) -> ExtractionWarning:
     return ExtractionWarning(code=code, message=message, edge=raw.model_dump())
 
 
-def _clean_one(
-    raw: ExtractedEdge, index: EntityIndex, warnings: list[ExtractionWarning]
-) -> Edge | None:
+def _clean_one(raw: ExtractedEdge, index: EntityIndex, warnings: list[ExtractionWarning]) -> Edge | None:
     """Apply the per-edge rules; None means the edge was dropped (with a warning said why)."""
     source = index.resolve(raw.sourceEntityName)
     target = index.resolve(raw.targetEntityName)
@@ -118,7 +116,9 @@ def _clean_one(
         if problem:
             warnings.append(_warn("bad_date", f"{field} set to null: {problem}", raw))
         elif parsed is not None and format_utc(parsed) != value:
-            warnings.append(_warn("date_normalized", f"{field} {value!r} written as {format_utc(parsed)}", raw))
+            warnings.append(
+                _warn("date_normalized", f"{field} {value!r} written as {format_utc(parsed)}", raw)
+            )
         dates[field] = parsed
     return Edge(
         relationship_type=relationship_type,
@@ -166,7 +166,9 @@ def edge_key(edge: Edge, symmetric_types: frozenset[str]) -> tuple[str, str, str
     return (ends[0], ends[1], edge.relationship_type)
 
 
-def _dedupe(edges: list[Edge], symmetric_types: frozenset[str], warnings: list[ExtractionWarning]) -> list[Edge]:
+def _dedupe(
+    edges: list[Edge], symmetric_types: frozenset[str], warnings: list[ExtractionWarning]
+) -> list[Edge]:
     """Keep the first edge of each (source, target, type); a later copy may only fill its null dates."""
     kept: dict[tuple[str, str, str], Edge] = {}
     for edge in edges:
@@ -193,7 +195,9 @@ def _dedupe(edges: list[Edge], symmetric_types: frozenset[str], warnings: list[E
     return list(kept.values())
 
 
-def postprocess(raw_edges: list[ExtractedEdge], episode: Episode) -> tuple[list[Edge], list[ExtractionWarning]]:
+def postprocess(
+    raw_edges: list[ExtractedEdge], episode: Episode
+) -> tuple[list[Edge], list[ExtractionWarning]]:
     """Turn a model's raw edges into clean edges between the episode's entities, with warnings."""
     warnings: list[ExtractionWarning] = []
     index = EntityIndex([entity.name for entity in episode.entities])

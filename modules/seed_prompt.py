@@ -107,7 +107,7 @@ You may use information from the PREVIOUS EPISODES only to disambiguate referenc
 - If only a year is mentioned, use January 1st at 00:00:00.
 
 Respond with a JSON object containing an "edges" array of objects, each with "relationshipType", "sourceEntityName", "targetEntityName", "fact", and optionally "validAt" and "invalidAt" properties.
-"""  # noqa: E501
+"""
     return [{"role": "system", "content": EDGE_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -132,7 +132,7 @@ def render_reflexion_messages(context: dict[str, Any]) -> list[dict[str, str]]:
 
 Given the above EPISODES, list of EXTRACTED ENTITIES entities, and list of EXTRACTED FACTS; \n\
 determine if any facts haven't been extracted. Respond with a JSON object containing a "missingFacts" array of strings.
-"""  # noqa: E501
+"""
     return [{"role": "system", "content": REFLEXION_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -180,7 +180,10 @@ def parse_tolerant(text: str) -> Any:
 
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     """An OpenAI `response_format` of type json_schema for `model`."""
-    return {"type": "json_schema", "json_schema": {"name": model.__name__, "schema": model.model_json_schema()}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": model.__name__, "schema": model.model_json_schema()},
+    }
 
 
 def edges_from_reply(data: Any, warnings: list[ExtractionWarning]) -> list[ExtractedEdge]:
@@ -235,11 +238,17 @@ class SeedPromptExtractor(dspy.Module):
         edges, cleanup_warnings = postprocess(raw, episode)
         warnings.extend(cleanup_warnings)
         return result_prediction(
-            ExtractionResult(edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings))
+            ExtractionResult(
+                edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
+            )
         )
 
     def _ask(
-        self, lm: dspy.BaseLM, messages: list[dict[str, str]], schema: type[BaseModel], step: str,
+        self,
+        lm: dspy.BaseLM,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        step: str,
         usage: dict[str, StepUsage],
     ) -> Any:
         kwargs: dict[str, Any] = {}
@@ -250,7 +259,10 @@ class SeedPromptExtractor(dspy.Module):
         return parse_tolerant(text) if self.structured else parse_strict(text)
 
     def _extract(
-        self, lm: dspy.BaseLM, context: dict[str, Any], usage: dict[str, StepUsage],
+        self,
+        lm: dspy.BaseLM,
+        context: dict[str, Any],
+        usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
         try:
@@ -261,8 +273,12 @@ class SeedPromptExtractor(dspy.Module):
             return []
 
     def _missing_facts(
-        self, lm: dspy.BaseLM, context: dict[str, Any], raw: list[ExtractedEdge],
-        usage: dict[str, StepUsage], warnings: list[ExtractionWarning],
+        self,
+        lm: dspy.BaseLM,
+        context: dict[str, Any],
+        raw: list[ExtractedEdge],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
     ) -> list[str]:
         reflexion_context = {**context, "extractedFacts": [edge.fact for edge in raw]}
         try:
@@ -273,7 +289,11 @@ class SeedPromptExtractor(dspy.Module):
             warnings.append(ExtractionWarning(code="parse_failure", message=f"{STEP_REFLEXION}: {error}"))
             return []
         facts = data.get("missingFacts") if isinstance(data, dict) else None
-        return [fact for fact in facts if isinstance(fact, str) and fact.strip()] if isinstance(facts, list) else []
+        return (
+            [fact for fact in facts if isinstance(fact, str) and fact.strip()]
+            if isinstance(facts, list)
+            else []
+        )
 
 
 def _with_missed_facts(custom_prompt: str, missing: list[str]) -> str:

@@ -110,7 +110,9 @@ def shipped_programs() -> dict[str, Path]:
     root = resources.files(SHIPPED_PACKAGE).joinpath(SHIPPED_FOLDER)
     if not root.is_dir():
         return {}
-    return {entry.name: Path(str(entry)) for entry in root.iterdir() if entry.joinpath(MANIFEST_FILE).is_file()}
+    return {
+        entry.name: Path(str(entry)) for entry in root.iterdir() if entry.joinpath(MANIFEST_FILE).is_file()
+    }
 
 
 def resolve_artifact_dir(path_or_name: str | Path) -> Path:
@@ -132,7 +134,9 @@ def resolve_artifact_dir(path_or_name: str | Path) -> Path:
 def read_manifest(directory: Path) -> Manifest:
     manifest_path = directory / MANIFEST_FILE
     if not manifest_path.is_file() or not (directory / PROGRAM_FILE).is_file():
-        raise ArtifactError(f"{directory} is not a compiled program: it needs {PROGRAM_FILE} and {MANIFEST_FILE}")
+        raise ArtifactError(
+            f"{directory} is not a compiled program: it needs {PROGRAM_FILE} and {MANIFEST_FILE}"
+        )
     try:
         return Manifest.model_validate_json(manifest_path.read_text())
     except ValueError as error:

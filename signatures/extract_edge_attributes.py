@@ -38,15 +38,16 @@ class ExtractEdgeAttributes(dspy.Signature):
 def attributes_model(edge_type: EdgeType) -> type[BaseModel]:
     """A pydantic model with one optional field per declared attribute (null = not stated)."""
     fields = {
-        attribute.name: (_KIND_TO_TYPE[attribute.kind] | None, Field(default=None, description=attribute.description))
+        attribute.name: (
+            _KIND_TO_TYPE[attribute.kind] | None,
+            Field(default=None, description=attribute.description),
+        )
         for attribute in edge_type.attributes
     }
     return create_model(f"{_camel(edge_type.name)}Attributes", **fields)
 
 
-def attributes_signature(
-    base: type[dspy.Signature], edge_type: EdgeType
-) -> type[dspy.Signature]:
+def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> type[dspy.Signature]:
     """`base` (the possibly tuned `ExtractEdgeAttributes`) with its output typed for `edge_type`.
 
     Built from the predictor's current signature so that tuned instructions carry over.

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import edgewise  # noqa: F401  (sets LiteLLM's offline model map before anything imports it)
 import pytest
+
+import edgewise  # noqa: F401  (sets LiteLLM's offline model map before anything imports it)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fakes import ScriptedLM  # noqa: E402
+from fakes import ScriptedLM
 
 
 @pytest.fixture

@@ -34,7 +34,9 @@ class ScriptedLM(dspy.BaseLM):
             text = self._replies(messages, kwargs) if callable(self._replies) else next(self._replies)
         return ModelResponse(
             model=self.model,
-            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            choices=[
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+            ],
             usage={
                 "prompt_tokens": 10 * len(messages),
                 "completion_tokens": len(text) // 4,
@@ -49,7 +51,13 @@ def edges_reply(*edges: dict[str, Any]) -> str:
 
 
 def edge(source: str, rel: str, target: str, fact: str = "a fact", **dates: str | None) -> dict[str, Any]:
-    return {"relationshipType": rel, "sourceEntityName": source, "targetEntityName": target, "fact": fact, **dates}
+    return {
+        "relationshipType": rel,
+        "sourceEntityName": source,
+        "targetEntityName": target,
+        "fact": fact,
+        **dates,
+    }
 
 
 def output_field(messages: list[dict[str, Any]]) -> str:

@@ -15,17 +15,17 @@ from typing import Any
 
 import litellm
 import pytest
-from edgewise.data.loader import load_episodes
-from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
-from edgewise.eval.report import COLUMNS, read_errors
-from edgewise.modules.lm import LMConfig
-from edgewise.signatures.types import LabeledEpisode
 from fakes import ScriptedLM, edge, edges_reply
 from mock_openai import MockOpenAIServer
 
 import edgewise  # noqa: F401  (offline LiteLLM settings before fakes import litellm)
 from edgewise.cli import bench as bench_cli
 from edgewise.cli import main
+from edgewise.data.loader import load_episodes
+from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
+from edgewise.eval.report import COLUMNS, read_errors
+from edgewise.modules.lm import LMConfig
+from edgewise.signatures.types import LabeledEpisode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "episodes.jsonl"
 

@@ -25,10 +25,24 @@ def _run_cli(tmp_path, lines: list[str | bytes], server: MockOpenAIServer, *extr
     source = tmp_path / "in.jsonl"
     source.write_bytes(b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines))
     out = tmp_path / "out.jsonl"
-    code = main([
-        "extract", "--input", str(source), "--output", str(out), "--model", "openai/mock",
-        "--api-base", server.api_base, "--max-retries", "0", "--no-progress", "--no-cache", *extra,
-    ])
+    code = main(
+        [
+            "extract",
+            "--input",
+            str(source),
+            "--output",
+            str(out),
+            "--model",
+            "openai/mock",
+            "--api-base",
+            server.api_base,
+            "--max-retries",
+            "0",
+            "--no-progress",
+            "--no-cache",
+            *extra,
+        ]
+    )
     assert code == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from edgewise.data.build import conversational, conversational_source
 from edgewise.data.build.conversational import (
     ConversationalSourceError,

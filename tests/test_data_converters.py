@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from edgewise.data.build.common import detokenize, parse_date_text, screaming_snake, split_sentences
 from edgewise.data.build.dialogre import convert_dialogue
 from edgewise.data.build.redocred import convert_window, edge_type_inventory

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from edgewise.data import DatasetError, load_episodes, to_examples, validate_file
-from edgewise.signatures.types import Episode, LabeledEpisode
 
 from edgewise.cli import main as cli_main
+from edgewise.data import DatasetError, load_episodes, to_examples, validate_file
+from edgewise.signatures.types import Episode, LabeledEpisode
 
 
 def good_line(episode_id: str = "mine-doc1-0", source: str = "mine") -> dict:

@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from edgewise.data.build.pipeline import default_raw_dir, write_splits
 from edgewise.data.build.splits import group_key, smoke_subset, split_episodes
 from edgewise.data.loader import SPLITS, split_path
 from edgewise.signatures.types import Entity, LabeledEpisode
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def episode(source: str, document: str, part: int) -> LabeledEpisode:

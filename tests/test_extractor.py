@@ -20,7 +20,9 @@ def _run(program, lm, episode):
 
 
 def test_extracts_and_postprocesses(episode_fields):
-    lm = ScriptedLM([edges_reply(edge("alice", "worksAt", "Acme Corp", "Alice joined Acme Corp", validAt="2021-03"))])
+    lm = ScriptedLM(
+        [edges_reply(edge("alice", "worksAt", "Acme Corp", "Alice joined Acme Corp", validAt="2021-03"))]
+    )
     result = _run(EdgeExtractor(), lm, episode_fields)
     assert [e.to_json_dict() for e in result.edges] == [
         {
@@ -91,7 +93,8 @@ def test_attributes_only_for_types_that_declare_them(episode_fields):
         if output_field(messages) == "attributes":
             return json.dumps({"attributes": {"role": "engineer", "full_time": None}})
         return edges_reply(
-            edge("Alice", "WORKS_AT", "Acme Corp", "Alice joined Acme Corp"), edge("Alice", "MARRIED_TO", "Bob", "x")
+            edge("Alice", "WORKS_AT", "Acme Corp", "Alice joined Acme Corp"),
+            edge("Alice", "MARRIED_TO", "Bob", "x"),
         )
 
     lm = ScriptedLM(respond)

@@ -29,6 +29,11 @@ from dspy.utils.exceptions import (
     LMTimeoutError,
     LMTransportError,
 )
+from fakes import edge, edges_reply
+from mock_openai import FaultKind, FaultRate, MockOpenAIServer
+
+from edgewise.cli import main
+from edgewise.jsonl import ResumeError, resume_point
 from edgewise.modules.faults import (
     DeadlineExceeded,
     RetryPolicy,
@@ -40,11 +45,6 @@ from edgewise.modules.faults import (
 )
 from edgewise.modules.lm import LMConfig, build_lm
 from edgewise.signatures.extract_edges import ExtractEdges
-from fakes import edge, edges_reply
-from mock_openai import FaultKind, FaultRate, MockOpenAIServer
-
-from edgewise.cli import main
-from edgewise.jsonl import ResumeError, resume_point
 
 REPLY = edges_reply(edge("Alice", "WORKS_AT", "Acme Corp", "Alice joined Acme Corp in 2021.", validAt="2021"))
 GOOD = {
@@ -259,9 +259,9 @@ def test_max_rps_limits_requests_retries_included() -> None:
 # -- the batch: output, summary, deadline, parse failures --------------------------------------------
 
 
-def _extract(tmp_path: Path, lines: list[dict[str, Any]], server: MockOpenAIServer, *extra: str) -> tuple[
-    list[dict[str, Any]], dict[str, Any]
-]:
+def _extract(
+    tmp_path: Path, lines: list[dict[str, Any]], server: MockOpenAIServer, *extra: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
     out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"

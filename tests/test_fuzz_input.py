@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from edgewise.modules.extractor import EdgeExtractor
 from fakes import ScriptedLM, edge, edges_reply
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +19,7 @@ from mock_openai import MockOpenAIServer
 
 from edgewise.cli import main
 from edgewise.jsonl import InputLine, encode_record, error_record, parse_episode_line, read_episode_lines
+from edgewise.modules.extractor import EdgeExtractor
 from edgewise.service import create_app
 
 GOOD: dict[str, Any] = {

@@ -42,7 +42,7 @@ def test_bounds_apply_to_every_list_and_string_of_a_schema():
 def test_pydantic_response_format_is_converted_then_bounded():
     bounded = bounded_response_format(SeedEdgesReply)
     assert bounded["type"] == "json_schema"
-    assert list(_schema_nodes(bounded, "array"))[0]["maxItems"] == MAX_LIST_ITEMS
+    assert next(iter(_schema_nodes(bounded, "array")))["maxItems"] == MAX_LIST_ITEMS
 
 
 def test_non_schema_formats_pass_through():
@@ -63,7 +63,7 @@ def test_self_hosted_requests_carry_the_bounded_schema():
         body = server.requests[0]
     assert len(result.edges) == 1
     schema = body["response_format"]["json_schema"]["schema"]
-    assert list(_schema_nodes(schema, "array"))[0]["maxItems"] == MAX_LIST_ITEMS
+    assert next(iter(_schema_nodes(schema, "array")))["maxItems"] == MAX_LIST_ITEMS
 
 
 def test_environment_fills_unset_fields(monkeypatch):

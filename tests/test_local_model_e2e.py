@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from edgewise.modules.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
 from edgewise.modules.local_server import LocalServer, LocalServerError, find_server_binary
 

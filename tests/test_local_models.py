@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from edgewise.modules import local_models
 from edgewise.modules.local_models import (
     DEFAULT_LOCAL_MODEL,

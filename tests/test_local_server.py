@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from edgewise.modules import local_server
 from edgewise.modules.local_models import LocalModelSpec, ModelPart
 from edgewise.modules.local_server import (

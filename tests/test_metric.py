@@ -6,6 +6,9 @@ from datetime import UTC, datetime
 
 import dspy
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from edgewise.eval import (
     EpisodeScore,
     aggregate,
@@ -15,8 +18,6 @@ from edgewise.eval import (
     score_episode,
 )
 from edgewise.signatures.types import Edge, EdgeType, Entity, GoldEdge, LabeledEpisode
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 REF = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -26,7 +26,6 @@ from dspy.utils.exceptions import (
     LMTransportError,
     is_retryable_lm_error,
 )
-from edgewise.signatures import ExtractedEdge
 from mock_openai import (
     FAULT_KINDS,
     SCHEMA_BREAK_CONTENT,
@@ -37,6 +36,8 @@ from mock_openai import (
     with_unknown_entity,
 )
 from pydantic import BaseModel, ValidationError
+
+from edgewise.signatures import ExtractedEdge
 
 EDGES_REPLY = json.dumps(
     {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -78,8 +78,14 @@ def test_empty_fact_dropped():
 
 @pytest.mark.parametrize(
     ("given", "expected"),
-    [("worksAt", "WORKS_AT"), ("works at", "WORKS_AT"), ("Works-At", "WORKS_AT"), ("WORKS_AT", "WORKS_AT"),
-     ("founded by", "FOUNDED_BY"), ("HTTPServer2", "HTTPSERVER2")],
+    [
+        ("worksAt", "WORKS_AT"),
+        ("works at", "WORKS_AT"),
+        ("Works-At", "WORKS_AT"),
+        ("WORKS_AT", "WORKS_AT"),
+        ("founded by", "FOUNDED_BY"),
+        ("HTTPServer2", "HTTPSERVER2"),
+    ],
 )
 def test_types_become_screaming_snake_case(given: str, expected: str):
     assert to_screaming_snake(given) == expected
@@ -96,12 +102,12 @@ def test_renamed_type_is_reported_and_unusable_type_dropped():
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        ("2025-04-30T00:00:00Z", datetime(2025, 4, 30, tzinfo=timezone.utc)),
-        ("2025-04-30", datetime(2025, 4, 30, tzinfo=timezone.utc)),
-        ("2021", datetime(2021, 1, 1, tzinfo=timezone.utc)),
-        ("2021-03", datetime(2021, 3, 1, tzinfo=timezone.utc)),
-        ("2025-04-30T14:00:00+02:00", datetime(2025, 4, 30, 12, tzinfo=timezone.utc)),
-        ("2025-04-30T14:00:00", datetime(2025, 4, 30, 14, tzinfo=timezone.utc)),
+        ("2025-04-30T00:00:00Z", datetime(2025, 4, 30, tzinfo=UTC)),
+        ("2025-04-30", datetime(2025, 4, 30, tzinfo=UTC)),
+        ("2021", datetime(2021, 1, 1, tzinfo=UTC)),
+        ("2021-03", datetime(2021, 3, 1, tzinfo=UTC)),
+        ("2025-04-30T14:00:00+02:00", datetime(2025, 4, 30, 12, tzinfo=UTC)),
+        ("2025-04-30T14:00:00", datetime(2025, 4, 30, 14, tzinfo=UTC)),
         ("null", None),
         ("", None),
         (None, None),
@@ -122,7 +128,8 @@ def test_unparseable_date_becomes_null_with_warning():
 
 def test_date_only_and_year_only_are_completed_and_reported():
     edges, warnings = postprocess(
-        [_raw("Alice", "WORKS_AT", "Acme", validAt="2021", invalidAt="2023-06-01")], _episode(["Alice", "Acme"])
+        [_raw("Alice", "WORKS_AT", "Acme", validAt="2021", invalidAt="2023-06-01")],
+        _episode(["Alice", "Acme"]),
     )
     assert edges[0].to_json_dict()["validAt"] == "2021-01-01T00:00:00Z"
     assert edges[0].to_json_dict()["invalidAt"] == "2023-06-01T00:00:00Z"
@@ -172,13 +179,16 @@ def test_symmetric_types_dedupe_across_directions_but_others_do_not():
         episode,
     )
     assert [(e.source_entity_name, e.relationship_type) for e in edges] == [
-        ("Alice", "MARRIED_TO"), ("Alice", "MANAGES"), ("Bob", "MANAGES"),
+        ("Alice", "MARRIED_TO"),
+        ("Alice", "MANAGES"),
+        ("Bob", "MANAGES"),
     ]
 
 
 def test_injected_instruction_cannot_create_an_edge_outside_entities():
     edges, _ = postprocess(
-        [_raw("Mallory", "WORKS_AT", "Acme"), _raw("Alice", "OWNS", "the database")], _episode(["Alice", "Acme"])
+        [_raw("Mallory", "WORKS_AT", "Acme"), _raw("Alice", "OWNS", "the database")],
+        _episode(["Alice", "Acme"]),
     )
     assert edges == []
 

@@ -29,7 +29,7 @@ SEED = Path(__file__).parent / "fixtures" / "seed" / "extractEdges.ts"
 CONTEXTS = [
     {
         "previousEpisodes": ["Alice talked about work.", "She mentioned Bob."],
-        "episodeContent": "Alice joined Acme in 2021.\nShe lives in Zürich — \"happily\".",
+        "episodeContent": 'Alice joined Acme in 2021.\nShe lives in Zürich — "happily".',
         "nodes": [{"name": "Alice", "type": "Person"}, {"name": "Acme"}],
         "referenceTime": "2025-04-30T12:00:00Z",
         "edgeTypes": {"WORKS_AT": "employment", "LIVES_IN": "residence"},
@@ -95,7 +95,9 @@ def test_reflexion_messages_match_the_typescript_template(context):
 
 def test_system_prompts_match_the_typescript_source():
     source = SEED.read_text()
-    pieces = re.findall(r'"([^"]*)"', source[source.index("export const edge") : source.index('role: "user"')])
+    pieces = re.findall(
+        r'"([^"]*)"', source[source.index("export const edge") : source.index('role: "user"')]
+    )
     assert EDGE_SYSTEM == "".join(p for p in pieces if p not in ("system",))
     assert REFLEXION_SYSTEM == _template(source, "const sysPrompt")
 
@@ -109,7 +111,9 @@ def _typescript_as_javascript() -> str:
     return source.replace("export const", "const")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: JavaScript cross-check skipped")
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="node is not installed: JavaScript cross-check skipped"
+)
 @pytest.mark.parametrize("context", CONTEXTS)
 def test_rendering_matches_node_running_the_seed(tmp_path, context):
     script = tmp_path / "seed.js"
@@ -118,7 +122,9 @@ def test_rendering_matches_node_running_the_seed(tmp_path, context):
         + f"\nconst ctx = {json.dumps(context)};\n"
         + "process.stdout.write(JSON.stringify({edge: edge(ctx), reflexion: reflexion(ctx)}));\n"
     )
-    rendered = json.loads(subprocess.run(["node", str(script)], capture_output=True, check=True, text=True).stdout)
+    rendered = json.loads(
+        subprocess.run(["node", str(script)], capture_output=True, check=True, text=True).stdout
+    )
     assert rendered["edge"] == render_edge_messages(context)
     assert rendered["reflexion"] == render_reflexion_messages(context)
 
@@ -126,7 +132,10 @@ def test_rendering_matches_node_running_the_seed(tmp_path, context):
 def test_seed_context_maps_episode_fields(episode_fields):
     context = seed_context(Episode.model_validate(episode_fields))
     assert context["nodes"][0] == {"name": "Alice", "type": "Person"}
-    assert context["edgeTypes"] == {"WORKS_AT": "a person works for an organization", "MARRIED_TO": "spouses (symmetric)"}
+    assert context["edgeTypes"] == {
+        "WORKS_AT": "a person works for an organization",
+        "MARRIED_TO": "spouses (symmetric)",
+    }
     assert context["referenceTime"] == "2025-04-30T12:00:00Z"
 
 
@@ -158,7 +167,9 @@ def test_seed_sends_verbatim_messages_without_response_format(episode_fields):
 
 
 def test_seed_fenced_reply_is_a_parse_failure_counted_not_raised(episode_fields):
-    result, _ = _seed_run("```json\n" + edges_reply(edge("Alice", "WORKS_AT", "Acme Corp", "x")) + "\n```", episode_fields)
+    result, _ = _seed_run(
+        "```json\n" + edges_reply(edge("Alice", "WORKS_AT", "Acme Corp", "x")) + "\n```", episode_fields
+    )
     assert result.edges == [] and result.parse_failures == 1
 
 

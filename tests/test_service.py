@@ -23,12 +23,12 @@ from dspy.utils.exceptions import (
     LMTimeoutError,
     LMTransportError,
 )
-from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
 from fastapi.testclient import TestClient
 from mock_openai import MockOpenAIServer
 
 from edgewise.cli import serve as serve_cli
 from edgewise.service import create_app, redact
+from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
 
 SEED_CONTEXT: dict[str, Any] = {
     "episodeContent": "Alice joined Acme as CTO in March 2024.",

@@ -67,8 +67,10 @@ def test_extract_edges_instructions_carry_every_seed_rule(rule):
     "sentence",
     [
         "You are an AI assistant that determines which facts have not been extracted from the given context",
-        "Given the above EPISODES, list of EXTRACTED ENTITIES entities, and list of EXTRACTED FACTS; "
-        "determine if any facts haven't been extracted.",
+        (
+            "Given the above EPISODES, list of EXTRACTED ENTITIES entities, and list of EXTRACTED FACTS; "
+            "determine if any facts haven't been extracted."
+        ),
     ],
 )
 def test_find_missing_facts_carries_the_reflexion_prompt(sentence):
@@ -93,8 +95,13 @@ def test_extract_edge_attributes_carries_the_attributes_prompt(sentence):
 
 def test_extract_edges_fields_mirror_the_seed_blocks():
     assert list(ExtractEdges.input_fields) == [
-        "previous_episodes", "episode_content", "entities", "reference_time", "relationship_types",
-        "custom_prompt", "missing_facts",
+        "previous_episodes",
+        "episode_content",
+        "entities",
+        "reference_time",
+        "relationship_types",
+        "custom_prompt",
+        "missing_facts",
     ]
     assert list(ExtractEdges.output_fields) == ["edges"]
     assert list(FindMissingFacts.output_fields) == ["missing_facts"]

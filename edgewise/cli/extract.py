@@ -54,46 +54,61 @@ EXAMPLES = """examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "extract", help=HELP, description=DESCRIPTION, epilog=EXAMPLES,
+        "extract",
+        help=HELP,
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--input", "-i", type=Path,
+        "--input",
+        "-i",
+        type=Path,
         help="episodes JSONL file (default: stdin). Example: --input episodes.jsonl",
     )
     parser.add_argument(
-        "--output", "-o", type=Path,
+        "--output",
+        "-o",
+        type=Path,
         help="results JSONL file (default: stdout). Example: --output edges.jsonl",
     )
     parser.add_argument(
-        "--program", default="default",
+        "--program",
+        default="default",
         help="compiled program directory or shipped name, or default / seed / seed-structured "
         "(default: default). Example: --program runs/prog",
     )
     parser.add_argument(
-        "--baseline", choices=["seed", "seed-structured"],
+        "--baseline",
+        choices=["seed", "seed-structured"],
         help="run the verbatim seed prompt instead of --program. Example: --baseline seed",
     )
     parser.add_argument(
-        "--reflexion-rounds", type=int,
+        "--reflexion-rounds",
+        type=int,
         help="rounds of missed-fact review (default: the program's own, 0 for default). Example: --reflexion-rounds 1",
     )
     parser.add_argument(
-        "--workers", type=int, default=1,
+        "--workers",
+        type=int,
+        default=1,
         help="episodes extracted concurrently (default 1). Example: --workers 8",
     )
     parser.add_argument(
-        "--resume", action="store_true",
+        "--resume",
+        action="store_true",
         help="continue a stopped run: keep the complete lines of --output and extract only the rest. "
         "Example: --output out.jsonl --resume",
     )
     parser.add_argument(
-        "--episode-timeout", type=float,
+        "--episode-timeout",
+        type=float,
         help="seconds one episode may take, retries and waits included; a later episode fails with reason "
-        "\"deadline\" (default: no limit). Example: --episode-timeout 120",
+        '"deadline" (default: no limit). Example: --episode-timeout 120',
     )
     parser.add_argument(
-        "--summary-json", type=Path,
+        "--summary-json",
+        type=Path,
         help="also write the end-of-run summary as JSON to this file. Example: --summary-json summary.json",
     )
     parser.add_argument(
@@ -158,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         # Unbuffered binary appends: each record reaches the file in one write, at once.
         stream_out = (
             stack.enter_context(open(args.output, "ab" if args.resume else "wb", buffering=0))
-            if args.output else sys.stdout
+            if args.output
+            else sys.stdout
         )
         lm = stack.enter_context(open_lm(config))
         stack.enter_context(lm_context(lm))
