@@ -33,6 +33,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
+from itertools import starmap
 from typing import Any, Final, Literal, NamedTuple
 
 import dspy
@@ -265,6 +266,8 @@ def _same_date(gold: datetime | None, granularity: Granularity | None, predicted
         return predicted is None
     if predicted is None:
         return False
+    if gold == predicted and gold.utcoffset() == predicted.utcoffset():
+        return True  # the same instant written the same way agrees at every granularity
     level = granularity or _UNSTATED_GRANULARITY
     if level == "year":
         return gold.year == predicted.year
@@ -391,12 +394,19 @@ def _match_group(preds: list[int], golds: list[int], bonuses: list[list[int | No
     n_p = len(preds)
     n_g = len(golds)
     wanted_by = [0] * n_g  # how many predictions may take each gold edge
-    options = 0
+    options = rows_with_options = 0
+    low_bonus, max_bonus = 2**31, -1
     for row in bonuses:
-        for col in range(n_g):
-            if row[col] is not None:
+        row_options = 0
+        for col, b in enumerate(row):
+            if b is not None:
                 wanted_by[col] += 1
-                options += 1
+                row_options += 1
+                low_bonus = min(low_bonus, b)
+                max_bonus = max(max_bonus, b)
+        if row_options:
+            rows_with_options += 1
+            options += row_options
     if options == 0:
         return {}
     if max(wanted_by) == 1:  # no gold edge is contested: every prediction takes its best option
@@ -409,7 +419,7 @@ def _match_group(preds: list[int], golds: list[int], bonuses: list[list[int | No
             if best_col >= 0:
                 found[preds[row]] = golds[best_col]
         return found
-    if options == sum(1 for row in bonuses if any(b is not None for b in row)):
+    if options == rows_with_options:
         # every prediction has at most one option: each gold edge takes its best, earliest taker
         taken: dict[int, tuple[int, int]] = {}
         for row, row_bonuses in enumerate(bonuses):
@@ -417,9 +427,7 @@ def _match_group(preds: list[int], golds: list[int], bonuses: list[list[int | No
                 if b is not None and (col not in taken or b > taken[col][0]):
                     taken[col] = (b, row)
         return {preds[row]: golds[col] for col, (_, row) in taken.items()}
-    allowed = [b for row in bonuses for b in row if b is not None]
-    max_bonus = max(allowed)
-    if min(allowed) == max_bonus:  # bonuses cannot break ties: plain augmenting paths, earlier rows first
+    if low_bonus == max_bonus:  # bonuses cannot break ties: plain augmenting paths, earlier rows first
         options_of = [[col for col, b in enumerate(row) if b is not None] for row in bonuses]
         return {
             preds[row]: golds[col] for row, col in enumerate(_augmenting_match(options_of, n_g)) if col >= 0
@@ -451,26 +459,41 @@ def _accepted_types(kind: str, aliases: tuple[str, ...]) -> frozenset[str]:
 # --------------------------------------------------------------------------------------------------
 
 
-def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeScore:
-    """Score one episode's predicted edges against its gold edges (see the module docstring's rules).
+class _Views(NamedTuple):
+    """One episode's edges normalized once and read by index: `g_*` per gold edge, `p_*` per prediction.
 
-    Written flat and index-based: it runs once per example in every optimizer step, and
-    benchmarks/metric_speed.py holds it to 100,000 predicted edges per second.
+    `groups` holds, per unordered entity pair that some prediction names, the predictions and the gold
+    edges between that pair: nothing matches across groups, and inside a group a prediction runs in the
+    gold's direction exactly when their sources agree. Every later rule compares these plain strings,
+    so each pydantic field is read and normalized once per score.
     """
-    golds = gold.edges
-    n_gold = len(golds)
-    n_pred = len(predicted)
-    symmetric = {normalize_type(t.name) for t in gold.edge_types if t.symmetric}
 
-    # Normalized views, and groups by unordered entity pair: nothing matches across groups. Inside a
-    # group a prediction runs in the gold's direction exactly when their sources agree.
+    g_src: list[str]
+    g_tgt: list[str]
+    g_kind: list[str]
+    g_types: list[frozenset[str] | tuple[str]]
+    g_sym: list[bool]
+    p_src: list[str]
+    p_tgt: list[str]
+    p_kind: list[str]
+    groups: list[tuple[list[int], list[int]]]
+    symmetric: set[str]
+
+
+def _views(gold: LabeledEpisode, predicted: Sequence[Edge]) -> _Views:
+    """Normalize every name and type of the episode once and group the edges by entity pair.
+
+    One pass per edge list, reading each edge's fields together: the edges of a large split do not
+    stay in the CPU caches, so a second pass over them costs more than the work done in the first.
+    """
+    symmetric = {normalize_type(t.name) for t in gold.edge_types if t.symmetric}
     g_src: list[str] = []
     g_tgt: list[str] = []
     g_kind: list[str] = []
     g_types: list[frozenset[str] | tuple[str]] = []
     g_sym: list[bool] = []
     by_pair: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
-    for g, ge in enumerate(golds):
+    for g, ge in enumerate(gold.edges):
         s = normalize_name(ge.source_entity_name)
         t = normalize_name(ge.target_entity_name)
         kind = normalize_type(ge.relationship_type)
@@ -497,125 +520,162 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
         entry = by_pair.get((s, t) if s <= t else (t, s))
         if entry is not None:
             entry[0].append(p)
-
-    matched: dict[int, int] = {}  # prediction -> gold, for edge-F1
-    pair_used: set[int] = set()  # predictions matched for pair-F1
-    pair_tp = 0
     groups = [entry for entry in by_pair.values() if entry[0]]
-    for preds, gs in groups:
-        if len(gs) == 1 and len(preds) == 1:  # by far the most common group
+    return _Views(g_src, g_tgt, g_kind, g_types, g_sym, p_src, p_tgt, p_kind, groups, symmetric)
+
+
+def _match(
+    v: _Views, golds: Sequence[GoldEdge], predicted: Sequence[Edge]
+) -> tuple[dict[int, int], set[int]]:
+    """The edge-F1 matching (prediction -> gold, in group order) and the predictions pair-F1 matched.
+
+    Groups of one gold edge, by far the most common, are settled here without building a matrix.
+    """
+    g_src, g_types, g_sym = v.g_src, v.g_types, v.g_sym
+    p_src, p_kind = v.p_src, v.p_kind
+    matched: dict[int, int] = {}
+    pair_used: set[int] = set()
+    for preds, gs in v.groups:
+        if len(gs) == 1 and len(preds) == 1:
             p, g = preds[0], gs[0]
             if g_sym[g] or p_src[p] == g_src[g]:
                 pair_used.add(p)
-                pair_tp += 1
                 if p_kind[p] in g_types[g]:
                     matched[p] = g
             continue
         if len(gs) == 1:  # one gold edge: the earliest prediction that agrees best on dates takes it
             g = gs[0]
-            edge_pick = -1
+            edge_pick = pair_pick = -1
             pick_bonus = -1
-            pair_pick = -1
             for p in preds:
                 if g_sym[g] or p_src[p] == g_src[g]:
                     if pair_pick < 0:
                         pair_pick = p
                     if p_kind[p] in g_types[g]:
                         if edge_pick < 0:
-                            edge_pick = p
-                            if len(preds) > 1:
-                                pick_bonus = _date_bonus(predicted[p], golds[g])
+                            edge_pick, pick_bonus = p, _date_bonus(predicted[p], golds[g])
                         elif pick_bonus < 2:
                             bonus = _date_bonus(predicted[p], golds[g])
                             if bonus > pick_bonus:
                                 edge_pick, pick_bonus = p, bonus
             if pair_pick >= 0:
                 pair_used.add(pair_pick)
-                pair_tp += 1
             if edge_pick >= 0:
                 matched[edge_pick] = g
             continue
-        ends = [[g_sym[g] or p_src[p] == g_src[g] for g in gs] for p in preds]
         edge_bonus: list[list[int | None]] = [
             [
-                _date_bonus(predicted[p], golds[g]) if ok and p_kind[p] in g_types[g] else None
-                for g, ok in zip(gs, row, strict=True)
+                _date_bonus(predicted[p], golds[g])
+                if p_kind[p] in g_types[g] and (p_src[p] == g_src[g] or g_sym[g])
+                else None
+                for g in gs
             ]
-            for p, row in zip(preds, ends, strict=True)
+            for p in preds
         ]
         matched.update(_match_group(preds, gs, edge_bonus))
-        pair_match = _match_group(preds, gs, [[0 if ok else None for ok in row] for row in ends])
-        pair_tp += len(pair_match)
-        pair_used.update(pair_match)
+        pair_used.update(_pair_match(preds, gs, p_src, g_src, g_sym))
+    return matched, pair_used
 
-    per_type: dict[str, list[int]] = {}
 
-    # True positives and their dates.
-    wrong_dates: list[WrongDate] = []
+def _pair_match(
+    preds: list[int], gs: list[int], p_src: list[str], g_src: list[str], g_sym: list[bool]
+) -> list[int]:
+    """The predictions pair-F1 matches in one entity-pair group: a maximum matching, earlier rows first.
+
+    With the type ignored, a prediction may take any gold edge of its own source, or any symmetric
+    one, so Hall's condition reduces to counts: taking predictions in order while, for each source,
+    they fit in its gold edges plus the symmetric ones, and in total they fit in all gold edges, gives
+    the same predictions as running augmenting paths row by row.
+    """
+    n_sym = 0
+    own: dict[str, int] = {}  # non-symmetric gold edges per source entity
+    for g in gs:
+        if g_sym[g]:
+            n_sym += 1
+        else:
+            own[g_src[g]] = own.get(g_src[g], 0) + 1
+    taken: dict[str, int] = {}
+    picked: list[int] = []
+    for p in preds:
+        if len(picked) == len(gs):
+            break
+        s = p_src[p]
+        if taken.get(s, 0) < own.get(s, 0) + n_sym:
+            taken[s] = taken.get(s, 0) + 1
+            picked.append(p)
+    return picked
+
+
+def _count(per_type: dict[str, list[int]], kind: str, slot: int) -> None:
+    """Add one to `kind`'s TP (0), FP (1) or FN (2) count, creating its counts on first sight."""
+    counts = per_type.get(kind)
+    if counts is None:
+        per_type[kind] = counts = [0, 0, 0]
+    counts[slot] += 1
+
+
+@lru_cache(maxsize=1024)
+def _shared_type_counts(tp: int, fp: int, fn: int) -> TypeCounts:
+    """One `TypeCounts` per distinct count: most are small, and a tuple is immutable, so scores share them.
+
+    A split holds one per type per episode; shared, they are neither allocated again nor walked by the
+    garbage collector, which otherwise revisits every live score while a split is being scored.
+    """
+    return TypeCounts(tp, fp, fn)
+
+
+def _type_counts(per_type: dict[str, list[int]]) -> dict[str, TypeCounts]:
+    """The per-type counts an `EpisodeScore` holds, in first-seen order."""
+    return dict(zip(per_type, starmap(_shared_type_counts, per_type.values()), strict=True))
+
+
+def _judge_dates(
+    matched: dict[int, int], golds: Sequence[GoldEdge], predicted: Sequence[Edge]
+) -> tuple[int, int, list[WrongDate]]:
+    """Right validAt and invalidAt counts over the matched edges, and a record per wrong date."""
+    wrong: list[WrongDate] = []
     valid_right = invalid_right = 0
     for p, g in matched.items():
         pe, ge = predicted[p], golds[g]
-        counts = per_type.get(g_kind[g])
-        if counts is None:
-            per_type[g_kind[g]] = [1, 0, 0]
-        else:
-            counts[0] += 1
         gold_at, pred_at = ge.valid_at, pe.valid_at  # null-null is the common case: no call for it
         if (pred_at is None) if gold_at is None else _same_date(gold_at, ge.valid_at_granularity, pred_at):
             valid_right += 1
         else:
-            wrong_dates.append(
+            wrong.append(
                 WrongDate(predicted=pe, gold=ge, field="validAt", granularity=ge.valid_at_granularity)
             )
         gold_at, pred_at = ge.invalid_at, pe.invalid_at
         if (pred_at is None) if gold_at is None else _same_date(gold_at, ge.invalid_at_granularity, pred_at):
             invalid_right += 1
         else:
-            wrong_dates.append(
+            wrong.append(
                 WrongDate(predicted=pe, gold=ge, field="invalidAt", granularity=ge.invalid_at_granularity)
             )
+    return valid_right, invalid_right, wrong
 
-    # Which unmatched predictions count, under the exhaustive: false rule.
-    edge_counts: set[tuple[str, str]] | None = None
-    pair_counts: set[str] | None = None
-    if not gold.exhaustive:
-        edge_counts = set()
-        pair_counts = set()
-        for g in range(n_gold):
-            for end in (g_src[g], g_tgt[g]) if g_sym[g] else (g_src[g],):
-                pair_counts.add(end)
-                for t in g_types[g]:
-                    edge_counts.add((end, t))
 
-    pair_fp = 0
-    for p in range(n_pred):
-        if p not in pair_used and (pair_counts is None or p_src[p] in pair_counts):
-            pair_fp += 1
+def _judged_ends(v: _Views) -> tuple[set[tuple[str, str]], set[str]]:
+    """Under `exhaustive: false`, the (source, type) pairs and the sources whose predictions count."""
+    edge_counts: set[tuple[str, str]] = set()
+    pair_counts: set[str] = set()
+    for g, (s, t) in enumerate(zip(v.g_src, v.g_tgt, strict=True)):
+        for end in (s, t) if v.g_sym[g] else (s,):
+            pair_counts.add(end)
+            for kind in v.g_types[g]:
+                edge_counts.add((end, kind))
+    return edge_counts, pair_counts
 
-    if len(matched) == n_pred == n_gold:  # the common perfect case: nothing left to explain
-        return EpisodeScore(
-            episode_id=gold.id,
-            source=gold.source,
-            exhaustive=gold.exhaustive,
-            n_gold=n_gold,
-            n_predicted=n_pred,
-            tp=n_gold,
-            pair_tp=pair_tp,
-            pair_fp=pair_fp,
-            pair_fn=n_gold - pair_tp,
-            valid_at_right=valid_right,
-            valid_at_total=n_gold,
-            invalid_at_right=invalid_right,
-            invalid_at_total=n_gold,
-            per_type={name: TypeCounts(*c) for name, c in per_type.items()},
-            wrong_dates=tuple(wrong_dates),
-        )
 
-    # Explain misses inside each group: reversed first, then mistyped. These are labels for the reader;
-    # the counts do not depend on them.
-    matched_golds = set(matched.values())
-    explained: dict[int, tuple[bool, int]] = {}  # prediction -> (is reversed, gold)
-    for preds, gs in groups:
+def _explain(v: _Views, matched: dict[int, int], matched_golds: set[int]) -> dict[int, tuple[bool, int]]:
+    """Unmatched predictions that a missed gold edge explains: prediction -> (is reversed, gold).
+
+    Inside each group, reversed edges are paired first, then mistyped ones. These are labels for the
+    reader; the counts do not depend on them.
+    """
+    g_src, g_tgt, g_types, g_sym = v.g_src, v.g_tgt, v.g_types, v.g_sym
+    p_src, p_kind = v.p_src, v.p_kind
+    explained: dict[int, tuple[bool, int]] = {}
+    for preds, gs in v.groups:
         if len(preds) == 1 and preds[0] in matched:
             continue
         free_golds = [g for g in gs if g not in matched_golds]
@@ -635,6 +695,105 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
                         explained[p] = (want_reversed, g)
                         free_golds.remove(g)
                         break
+    return explained
+
+
+_PERFECT_FIELDS: Final[frozenset[str]] = frozenset(EpisodeScore.model_fields) - {
+    "fp",
+    "fn",
+    "missed",
+    "spurious",
+    "reversed",
+    "mistyped",
+    "ignored",
+}
+"""The fields a perfect episode's score sets; the rest keep their zero defaults."""
+
+_ALL_FIELDS: Final[frozenset[str]] = frozenset(EpisodeScore.model_fields)
+
+_set_attribute = object.__setattr__
+
+
+def _trusted_score(values: dict[str, Any], fields_set: frozenset[str]) -> EpisodeScore:
+    """An EpisodeScore from values the metric computed itself, as `EpisodeScore.model_construct` makes it.
+
+    Validating twenty counts, a per-type dict of tuples and six tuples of records would cost as much as
+    scoring the episode, for values whose types hold by construction. `model_construct` itself walks
+    every field's aliases; `values` here names every field, in declaration order, so that walk is skipped.
+    """
+    score = EpisodeScore.__new__(EpisodeScore)
+    _set_attribute(score, "__dict__", values)
+    _set_attribute(score, "__pydantic_fields_set__", set(fields_set))
+    _set_attribute(score, "__pydantic_extra__", None)
+    _set_attribute(score, "__pydantic_private__", None)
+    return score
+
+
+def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeScore:
+    """Score one episode's predicted edges against its gold edges (see the module docstring's rules).
+
+    A few index-based passes over `_Views`, with the records built only for what went wrong: it runs
+    once per example in every optimizer step, and benchmarks/metric_speed.py holds it (with
+    `aggregate`) to 100,000 predicted edges per CPU second.
+    """
+    golds = gold.edges
+    n_gold = len(golds)
+    n_pred = len(predicted)
+    v = _views(gold, predicted)
+    matched, pair_used = _match(v, golds, predicted)
+    tp = len(matched)
+    pair_tp = len(pair_used)
+
+    per_type: dict[str, list[int]] = {}
+    for g in matched.values():
+        _count(per_type, v.g_kind[g], 0)
+    valid_right, invalid_right, wrong_dates = _judge_dates(matched, golds, predicted)
+
+    # Which unmatched predictions count, under the exhaustive: false rule (None: all of them).
+    edge_counts, pair_counts = (None, None) if gold.exhaustive else _judged_ends(v)
+    if pair_counts is None:
+        pair_fp = n_pred - pair_tp
+    else:
+        p_src = v.p_src
+        pair_fp = sum(1 for p in range(n_pred) if p not in pair_used and p_src[p] in pair_counts)
+
+    if tp == n_pred == n_gold:  # the common perfect case: nothing left to explain
+        return _trusted_score(
+            {
+                "episode_id": gold.id,
+                "source": gold.source,
+                "exhaustive": gold.exhaustive,
+                "n_gold": n_gold,
+                "n_predicted": n_pred,
+                "tp": tp,
+                "fp": 0,
+                "fn": 0,
+                "pair_tp": pair_tp,
+                "pair_fp": pair_fp,
+                "pair_fn": n_gold - pair_tp,
+                "valid_at_right": valid_right,
+                "valid_at_total": tp,
+                "invalid_at_right": invalid_right,
+                "invalid_at_total": tp,
+                "per_type": _type_counts(per_type),
+                "missed": (),
+                "spurious": (),
+                "reversed": (),
+                "mistyped": (),
+                "wrong_dates": tuple(wrong_dates),
+                "ignored": (),
+            },
+            _PERFECT_FIELDS,
+        )
+
+    matched_golds = set(matched.values())
+    explained = _explain(v, matched, matched_golds)
+    p_src, p_tgt, p_kind, symmetric = v.p_src, v.p_tgt, v.p_kind, v.symmetric
+
+    def pred_key(p: int) -> tuple[str, str, str]:
+        """What makes two predictions the same edge: type and ends (unordered for a symmetric type)."""
+        s, t, kind = p_src[p], p_tgt[p], p_kind[p]
+        return (kind, t, s) if kind in symmetric and t < s else (kind, s, t)
 
     spurious: list[SpuriousEdge] = []
     reversed_: list[ReversedEdge] = []
@@ -642,12 +801,6 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
     ignored: list[Edge] = []
     explained_golds: set[int] = set()
     fp = 0
-
-    def pred_key(p: int) -> tuple[str, str, str]:
-        """What makes two predictions the same edge: type and ends (unordered for a symmetric type)."""
-        s, t, kind = p_src[p], p_tgt[p], p_kind[p]
-        return (kind, t, s) if kind in symmetric and t < s else (kind, s, t)
-
     seen_keys: set[tuple[str, str, str]] | None = None  # built on the first spurious prediction
     for p in range(n_pred):
         if p in matched:
@@ -656,11 +809,7 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
         counted = edge_counts is None or (p_src[p], p_kind[p]) in edge_counts
         if counted:
             fp += 1
-            counts = per_type.get(p_kind[p])
-            if counts is None:
-                per_type[p_kind[p]] = [0, 1, 0]
-            else:
-                counts[1] += 1
+            _count(per_type, p_kind[p], 1)
         how = explained.get(p)
         if how is not None:
             is_reversed, g = how
@@ -679,41 +828,40 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
             ignored.append(pe)
 
     missed: list[MissedEdge] = []
+    g_kind = v.g_kind
     for g in range(n_gold):
         if g in matched_golds:
             continue
-        counts = per_type.get(g_kind[g])
-        if counts is None:
-            per_type[g_kind[g]] = [0, 0, 1]
-        else:
-            counts[2] += 1
+        _count(per_type, g_kind[g], 2)
         if g not in explained_golds:
             missed.append(MissedEdge(gold=golds[g]))
 
-    tp = len(matched)
-    return EpisodeScore(
-        episode_id=gold.id,
-        source=gold.source,
-        exhaustive=gold.exhaustive,
-        n_gold=n_gold,
-        n_predicted=n_pred,
-        tp=tp,
-        fp=fp,
-        fn=n_gold - tp,
-        pair_tp=pair_tp,
-        pair_fp=pair_fp,
-        pair_fn=n_gold - pair_tp,
-        valid_at_right=valid_right,
-        valid_at_total=tp,
-        invalid_at_right=invalid_right,
-        invalid_at_total=tp,
-        per_type={name: TypeCounts(*c) for name, c in per_type.items()},
-        missed=tuple(missed),
-        spurious=tuple(spurious),
-        reversed=tuple(reversed_),
-        mistyped=tuple(mistyped),
-        wrong_dates=tuple(wrong_dates),
-        ignored=tuple(ignored),
+    return _trusted_score(
+        {
+            "episode_id": gold.id,
+            "source": gold.source,
+            "exhaustive": gold.exhaustive,
+            "n_gold": n_gold,
+            "n_predicted": n_pred,
+            "tp": tp,
+            "fp": fp,
+            "fn": n_gold - tp,
+            "pair_tp": pair_tp,
+            "pair_fp": pair_fp,
+            "pair_fn": n_gold - pair_tp,
+            "valid_at_right": valid_right,
+            "valid_at_total": tp,
+            "invalid_at_right": invalid_right,
+            "invalid_at_total": tp,
+            "per_type": _type_counts(per_type),
+            "missed": tuple(missed),
+            "spurious": tuple(spurious),
+            "reversed": tuple(reversed_),
+            "mistyped": tuple(mistyped),
+            "wrong_dates": tuple(wrong_dates),
+            "ignored": tuple(ignored),
+        },
+        _ALL_FIELDS,
     )
 
 
@@ -727,34 +875,70 @@ def _accuracy(right: int, total: int) -> float | None:
 
 
 class _Totals:
-    """Running sums for one split or one source: a single pass over the episode scores fills them all."""
+    """Running sums for one source, or for the split once the sources are merged.
 
-    __slots__ = ("n", "per_type", "sums")
+    Counts live in slots updated in place: `aggregate` adds every episode once, so the per-episode
+    cost is a handful of integer additions.
+    """
+
+    __slots__ = (
+        "f1_sum",
+        "fn",
+        "fp",
+        "invalid_right",
+        "invalid_total",
+        "n",
+        "pair_f1_sum",
+        "pair_fn",
+        "pair_fp",
+        "pair_tp",
+        "per_type",
+        "tp",
+        "valid_right",
+        "valid_total",
+    )
 
     def __init__(self) -> None:
-        self.n = 0
-        # tp, fp, fn, pair tp, fp, fn, validAt right, total, invalidAt right, total, sum F1, sum pair F1
-        self.sums = [0.0] * 12
+        self.n = self.tp = self.fp = self.fn = self.pair_tp = self.pair_fp = self.pair_fn = 0
+        self.valid_right = self.valid_total = self.invalid_right = self.invalid_total = 0
+        self.f1_sum = self.pair_f1_sum = 0.0
         self.per_type: dict[str, list[int]] = {}
 
-    def add(self, s: EpisodeScore, row: tuple[float, ...]) -> None:
+    def add(self, s: EpisodeScore, f1: float, pair_f1: float) -> None:
+        """Count one episode whose edge-F1 and pair-F1 the caller has already computed."""
         self.n += 1
-        self.sums = [a + b for a, b in zip(self.sums, row, strict=True)]
-        per_type = self.per_type
-        for name, c in s.per_type.items():
-            slot = per_type.get(name)
-            if slot is None:
-                per_type[name] = [c[0], c[1], c[2]]
-            else:
-                slot[0] += c[0]
-                slot[1] += c[1]
-                slot[2] += c[2]
+        self.tp += s.tp
+        self.fp += s.fp
+        self.fn += s.fn
+        self.pair_tp += s.pair_tp
+        self.pair_fp += s.pair_fp
+        self.pair_fn += s.pair_fn
+        self.valid_right += s.valid_at_right
+        self.valid_total += s.valid_at_total
+        self.invalid_right += s.invalid_at_right
+        self.invalid_total += s.invalid_at_total
+        self.f1_sum += f1
+        self.pair_f1_sum += pair_f1
+        _merge_type_counts(self.per_type, s.per_type)
+
+    def absorb(self, other: _Totals) -> None:
+        """Add another source's counts; the F1 sums are left to the caller, who adds them in episode order."""
+        self.n += other.n
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+        self.pair_tp += other.pair_tp
+        self.pair_fp += other.pair_fp
+        self.pair_fn += other.pair_fn
+        self.valid_right += other.valid_right
+        self.valid_total += other.valid_total
+        self.invalid_right += other.invalid_right
+        self.invalid_total += other.invalid_total
+        _merge_type_counts(self.per_type, other.per_type)
 
     def split(self, per_source: dict[str, SplitScore]) -> SplitScore:
-        tp, fp, fn, ptp, pfp, pfn, var, vat, iar, iat, f1_sum, pair_f1_sum = self.sums
-        tp, fp, fn, ptp, pfp, pfn = int(tp), int(fp), int(fn), int(ptp), int(pfp), int(pfn)
-        var, vat, iar, iat = int(var), int(vat), int(iar), int(iat)
-        n = self.n
+        tp, fp, fn, n = self.tp, self.fp, self.fn, self.n
+        ptp, pfp, pfn = self.pair_tp, self.pair_fp, self.pair_fn
         return SplitScore(
             episodes=n,
             tp=tp,
@@ -763,23 +947,34 @@ class _Totals:
             precision=_ratio(tp, tp + fp),
             recall=_ratio(tp, tp + fn),
             edge_f1=_f1(tp, fp, fn),
-            edge_f1_macro=f1_sum / n if n else 1.0,
+            edge_f1_macro=self.f1_sum / n if n else 1.0,
             pair_tp=ptp,
             pair_fp=pfp,
             pair_fn=pfn,
             pair_precision=_ratio(ptp, ptp + pfp),
             pair_recall=_ratio(ptp, ptp + pfn),
             pair_f1=_f1(ptp, pfp, pfn),
-            pair_f1_macro=pair_f1_sum / n if n else 1.0,
-            valid_at_right=var,
-            valid_at_total=vat,
-            valid_at_accuracy=_accuracy(var, vat),
-            invalid_at_right=iar,
-            invalid_at_total=iat,
-            invalid_at_accuracy=_accuracy(iar, iat),
+            pair_f1_macro=self.pair_f1_sum / n if n else 1.0,
+            valid_at_right=self.valid_right,
+            valid_at_total=self.valid_total,
+            valid_at_accuracy=_accuracy(self.valid_right, self.valid_total),
+            invalid_at_right=self.invalid_right,
+            invalid_at_total=self.invalid_total,
+            invalid_at_accuracy=_accuracy(self.invalid_right, self.invalid_total),
             per_source=per_source,
             per_type={name: Counts(tp=c[0], fp=c[1], fn=c[2]) for name, c in sorted(self.per_type.items())},
         )
+
+
+def _merge_type_counts(into: dict[str, list[int]], counts: dict[str, Sequence[int]]) -> None:
+    for name, c in counts.items():
+        slot = into.get(name)
+        if slot is None:
+            into[name] = [c[0], c[1], c[2]]
+        else:
+            slot[0] += c[0]
+            slot[1] += c[1]
+            slot[2] += c[2]
 
 
 def aggregate(scores: Iterable[EpisodeScore]) -> SplitScore:
@@ -787,29 +982,29 @@ def aggregate(scores: Iterable[EpisodeScore]) -> SplitScore:
 
     Per type, true positives and false negatives are attributed to the gold edge's type and false
     positives to the predicted type, so a mistyped edge costs both types.
+
+    One pass adds each episode to its source's totals; the split's counts are the sources' sums, and
+    its F1 sums are added in episode order so that macro averages do not depend on the grouping.
     """
-    total = _Totals()
     by_source: dict[str, _Totals] = {}
+    f1_sum = pair_f1_sum = 0.0
     for s in scores:
-        row = (
-            s.tp,
-            s.fp,
-            s.fn,
-            s.pair_tp,
-            s.pair_fp,
-            s.pair_fn,
-            s.valid_at_right,
-            s.valid_at_total,
-            s.invalid_at_right,
-            s.invalid_at_total,
-            _f1(s.tp, s.fp, s.fn),
-            _f1(s.pair_tp, s.pair_fp, s.pair_fn),
-        )
-        total.add(s, row)
+        tp, fp, fn = s.tp, s.fp, s.fn
+        den = 2 * tp + fp + fn
+        f1 = 2 * tp / den if den else 1.0
+        tp, fp, fn = s.pair_tp, s.pair_fp, s.pair_fn
+        den = 2 * tp + fp + fn
+        pair_f1 = 2 * tp / den if den else 1.0
+        f1_sum += f1
+        pair_f1_sum += pair_f1
         source = by_source.get(s.source)
         if source is None:
             source = by_source[s.source] = _Totals()
-        source.add(s, row)
+        source.add(s, f1, pair_f1)
+    total = _Totals()
+    for source in by_source.values():
+        total.absorb(source)
+    total.f1_sum, total.pair_f1_sum = f1_sum, pair_f1_sum
     return total.split({name: t.split({}) for name, t in sorted(by_source.items())})
 
 
