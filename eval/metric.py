@@ -30,9 +30,9 @@ from __future__ import annotations
 import math
 import random
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import starmap
 from typing import Any, Final, Literal, NamedTuple
 
@@ -386,61 +386,69 @@ def _augmenting_match(options_of: list[list[int]], n_cols: int) -> list[int]:
     return row_to_col
 
 
-def _match_group(preds: list[int], golds: list[int], bonuses: list[list[int | None]]) -> dict[int, int]:
-    """Maximum matching inside one entity-pair group; `bonuses[row][col]` is None where not allowed.
+def _match_group(
+    preds: list[int], golds: list[int], options: list[list[int]], bonus: Callable[[int, int], int]
+) -> dict[int, int]:
+    """Maximum matching inside one entity-pair group: prediction -> gold, ordered as found.
 
-    Priority: the number of matches, then the total bonus (dates that agree), then earlier predictions.
+    `options[row]` lists, in order, the columns (gold edges) prediction `row` may take, and
+    `bonus(row, col)` is how many of their dates agree. Priority: the number of matches, then the total
+    bonus, then earlier predictions. Comparing dates is the costly part, so a bonus is computed only
+    where it can change the result: when a prediction has a choice or a gold edge has several takers.
     """
     n_p = len(preds)
     n_g = len(golds)
     wanted_by = [0] * n_g  # how many predictions may take each gold edge
-    options = rows_with_options = 0
-    low_bonus, max_bonus = 2**31, -1
-    for row in bonuses:
-        row_options = 0
-        for col, b in enumerate(row):
-            if b is not None:
-                wanted_by[col] += 1
-                row_options += 1
-                low_bonus = min(low_bonus, b)
-                max_bonus = max(max_bonus, b)
-        if row_options:
-            rows_with_options += 1
-            options += row_options
-    if options == 0:
+    for cols in options:
+        for col in cols:
+            wanted_by[col] += 1
+    if max(wanted_by) == 0:
         return {}
     if max(wanted_by) == 1:  # no gold edge is contested: every prediction takes its best option
         found: dict[int, int] = {}
-        for row, row_bonuses in enumerate(bonuses):
-            best_col, best_bonus = -1, -1
-            for col, b in enumerate(row_bonuses):
-                if b is not None and b > best_bonus:
-                    best_col, best_bonus = col, b
-            if best_col >= 0:
+        for row, cols in enumerate(options):
+            if len(cols) == 1:
+                found[preds[row]] = golds[cols[0]]
+            elif cols:
+                best_col, best_bonus = -1, -1
+                for col in cols:
+                    b = bonus(row, col)
+                    if b > best_bonus:
+                        best_col, best_bonus = col, b
                 found[preds[row]] = golds[best_col]
         return found
-    if options == rows_with_options:
+    if all(len(cols) <= 1 for cols in options):
         # every prediction has at most one option: each gold edge takes its best, earliest taker
         taken: dict[int, tuple[int, int]] = {}
-        for row, row_bonuses in enumerate(bonuses):
-            for col, b in enumerate(row_bonuses):
-                if b is not None and (col not in taken or b > taken[col][0]):
+        for row, cols in enumerate(options):
+            if cols:
+                col = cols[0]
+                b = bonus(row, col) if wanted_by[col] > 1 else 0
+                if col not in taken or b > taken[col][0]:
                     taken[col] = (b, row)
         return {preds[row]: golds[col] for col, (_, row) in taken.items()}
-    if low_bonus == max_bonus:  # bonuses cannot break ties: plain augmenting paths, earlier rows first
-        options_of = [[col for col, b in enumerate(row) if b is not None] for row in bonuses]
-        return {
-            preds[row]: golds[col] for row, col in enumerate(_augmenting_match(options_of, n_g)) if col >= 0
-        }
-    pairs = min(n_p, len(golds))
+    bonuses = [{col: bonus(row, col) for col in cols} for row, cols in enumerate(options)]
+    allowed = [b for row in bonuses for b in row.values()]
+    max_bonus = max(allowed)
+    if min(allowed) == max_bonus:  # bonuses cannot break ties: plain augmenting paths, earlier rows first
+        return {preds[row]: golds[col] for row, col in enumerate(_augmenting_match(options, n_g)) if col >= 0}
+    pairs = min(n_p, n_g)
     order_span = n_p * pairs + 1  # total order preference can never outweigh one bonus step
     bonus_span = (max_bonus * order_span + n_p) * pairs + 1  # nor can bonuses outweigh one more match
     weights = [
-        [0 if b is None else bonus_span + b * order_span + (n_p - row) for b in row_bonuses]
+        [
+            bonus_span + row_bonuses[col] * order_span + (n_p - row) if col in row_bonuses else 0
+            for col in range(n_g)
+        ]
         for row, row_bonuses in enumerate(bonuses)
     ]
     assignment = _max_weight_assignment(weights)
     return {preds[row]: golds[col] for row, col in enumerate(assignment) if col >= 0}
+
+
+def _group_bonus(pred_edges: list[Edge], gold_edges: list[GoldEdge], row: int, col: int) -> int:
+    """`_date_bonus` by position inside one group, for `_match_group`."""
+    return _date_bonus(pred_edges[row], gold_edges[col])
 
 
 def _date_bonus(pe: Edge, ge: GoldEdge) -> int:
@@ -529,7 +537,8 @@ def _match(
 ) -> tuple[dict[int, int], set[int]]:
     """The edge-F1 matching (prediction -> gold, in group order) and the predictions pair-F1 matched.
 
-    Groups of one gold edge, by far the most common, are settled here without building a matrix.
+    A group of one gold edge and one prediction, by far the most common, is settled inline; other
+    groups of one gold edge need no matrix either.
     """
     g_src, g_types, g_sym = v.g_src, v.g_types, v.g_sym
     p_src, p_kind = v.p_src, v.p_kind
@@ -543,38 +552,54 @@ def _match(
                 if p_kind[p] in g_types[g]:
                     matched[p] = g
             continue
-        if len(gs) == 1:  # one gold edge: the earliest prediction that agrees best on dates takes it
-            g = gs[0]
-            edge_pick = pair_pick = -1
-            pick_bonus = -1
-            for p in preds:
-                if g_sym[g] or p_src[p] == g_src[g]:
-                    if pair_pick < 0:
-                        pair_pick = p
-                    if p_kind[p] in g_types[g]:
-                        if edge_pick < 0:
-                            edge_pick, pick_bonus = p, _date_bonus(predicted[p], golds[g])
-                        elif pick_bonus < 2:
-                            bonus = _date_bonus(predicted[p], golds[g])
-                            if bonus > pick_bonus:
-                                edge_pick, pick_bonus = p, bonus
+        if len(gs) == 1:
+            edge_pick, pair_pick = _match_one_gold(v, preds, gs[0], golds, predicted)
             if pair_pick >= 0:
                 pair_used.add(pair_pick)
             if edge_pick >= 0:
-                matched[edge_pick] = g
+                matched[edge_pick] = gs[0]
             continue
-        edge_bonus: list[list[int | None]] = [
+        options = [
             [
-                _date_bonus(predicted[p], golds[g])
+                col
+                for col, g in enumerate(gs)
                 if p_kind[p] in g_types[g] and (p_src[p] == g_src[g] or g_sym[g])
-                else None
-                for g in gs
             ]
             for p in preds
         ]
-        matched.update(_match_group(preds, gs, edge_bonus))
+        bonus = partial(_group_bonus, [predicted[p] for p in preds], [golds[g] for g in gs])
+        matched.update(_match_group(preds, gs, options, bonus))
         pair_used.update(_pair_match(preds, gs, p_src, g_src, g_sym))
     return matched, pair_used
+
+
+def _match_one_gold(
+    v: _Views, preds: list[int], g: int, golds: Sequence[GoldEdge], predicted: Sequence[Edge]
+) -> tuple[int, int]:
+    """The predictions that edge-F1 and pair-F1 match to a group's only gold edge (-1: none).
+
+    Pair-F1 takes the earliest prediction in the gold's direction; edge-F1 the earliest of those with
+    an accepted type whose dates agree best. Dates are compared only once a second candidate appears.
+    """
+    g_src, g_types, g_sym = v.g_src, v.g_types, v.g_sym
+    p_src, p_kind = v.p_src, v.p_kind
+    edge_pick = pair_pick = -1
+    pick_bonus = None
+    for p in preds:
+        if g_sym[g] or p_src[p] == g_src[g]:
+            if pair_pick < 0:
+                pair_pick = p
+            if p_kind[p] in g_types[g]:
+                if edge_pick < 0:
+                    edge_pick = p
+                    continue
+                if pick_bonus is None:
+                    pick_bonus = _date_bonus(predicted[edge_pick], golds[g])
+                if pick_bonus < 2:
+                    bonus = _date_bonus(predicted[p], golds[g])
+                    if bonus > pick_bonus:
+                        edge_pick, pick_bonus = p, bonus
+    return edge_pick, pair_pick
 
 
 def _pair_match(
@@ -629,13 +654,21 @@ def _type_counts(per_type: dict[str, list[int]]) -> dict[str, TypeCounts]:
     return dict(zip(per_type, starmap(_shared_type_counts, per_type.values()), strict=True))
 
 
-def _judge_dates(
-    matched: dict[int, int], golds: Sequence[GoldEdge], predicted: Sequence[Edge]
+def _judge_matches(
+    matched: dict[int, int],
+    golds: Sequence[GoldEdge],
+    predicted: Sequence[Edge],
+    g_kind: list[str],
+    per_type: dict[str, list[int]],
 ) -> tuple[int, int, list[WrongDate]]:
-    """Right validAt and invalidAt counts over the matched edges, and a record per wrong date."""
+    """Count each match as a TP of its gold type and judge its dates, in one pass over the matches.
+
+    Returns the right validAt and invalidAt counts and a record per wrong date.
+    """
     wrong: list[WrongDate] = []
     valid_right = invalid_right = 0
     for p, g in matched.items():
+        _count(per_type, g_kind[g], 0)
         pe, ge = predicted[p], golds[g]
         gold_at, pred_at = ge.valid_at, pe.valid_at  # null-null is the common case: no call for it
         if (pred_at is None) if gold_at is None else _same_date(gold_at, ge.valid_at_granularity, pred_at):
@@ -698,94 +731,33 @@ def _explain(v: _Views, matched: dict[int, int], matched_golds: set[int]) -> dic
     return explained
 
 
-_PERFECT_FIELDS: Final[frozenset[str]] = frozenset(EpisodeScore.model_fields) - {
-    "fp",
-    "fn",
-    "missed",
-    "spurious",
-    "reversed",
-    "mistyped",
-    "ignored",
-}
-"""The fields a perfect episode's score sets; the rest keep their zero defaults."""
+class _Mistakes(NamedTuple):
+    """How an episode's unmatched edges went wrong, for the reader, and the false positives they count."""
 
-_ALL_FIELDS: Final[frozenset[str]] = frozenset(EpisodeScore.model_fields)
-
-_set_attribute = object.__setattr__
+    fp: int
+    missed: tuple[MissedEdge, ...]
+    spurious: tuple[SpuriousEdge, ...]
+    reversed: tuple[ReversedEdge, ...]
+    mistyped: tuple[MistypedEdge, ...]
+    ignored: tuple[Edge, ...]
 
 
-def _trusted_score(values: dict[str, Any], fields_set: frozenset[str]) -> EpisodeScore:
-    """An EpisodeScore from values the metric computed itself, as `EpisodeScore.model_construct` makes it.
+_NO_MISTAKES: Final[_Mistakes] = _Mistakes(0, (), (), (), (), ())
 
-    Validating twenty counts, a per-type dict of tuples and six tuples of records would cost as much as
-    scoring the episode, for values whose types hold by construction. `model_construct` itself walks
-    every field's aliases; `values` here names every field, in declaration order, so that walk is skipped.
+
+def _mistakes(
+    v: _Views,
+    golds: Sequence[GoldEdge],
+    predicted: Sequence[Edge],
+    matched: dict[int, int],
+    edge_counts: set[tuple[str, str]] | None,
+    per_type: dict[str, list[int]],
+) -> _Mistakes:
+    """Classify every unmatched prediction and gold edge, adding their FP and FN to `per_type`.
+
+    `edge_counts` is None when every unmatched prediction counts (an exhaustive episode); otherwise a
+    prediction counts only when its (source, type) is in it.
     """
-    score = EpisodeScore.__new__(EpisodeScore)
-    _set_attribute(score, "__dict__", values)
-    _set_attribute(score, "__pydantic_fields_set__", set(fields_set))
-    _set_attribute(score, "__pydantic_extra__", None)
-    _set_attribute(score, "__pydantic_private__", None)
-    return score
-
-
-def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeScore:
-    """Score one episode's predicted edges against its gold edges (see the module docstring's rules).
-
-    A few index-based passes over `_Views`, with the records built only for what went wrong: it runs
-    once per example in every optimizer step, and benchmarks/metric_speed.py holds it (with
-    `aggregate`) to 100,000 predicted edges per CPU second.
-    """
-    golds = gold.edges
-    n_gold = len(golds)
-    n_pred = len(predicted)
-    v = _views(gold, predicted)
-    matched, pair_used = _match(v, golds, predicted)
-    tp = len(matched)
-    pair_tp = len(pair_used)
-
-    per_type: dict[str, list[int]] = {}
-    for g in matched.values():
-        _count(per_type, v.g_kind[g], 0)
-    valid_right, invalid_right, wrong_dates = _judge_dates(matched, golds, predicted)
-
-    # Which unmatched predictions count, under the exhaustive: false rule (None: all of them).
-    edge_counts, pair_counts = (None, None) if gold.exhaustive else _judged_ends(v)
-    if pair_counts is None:
-        pair_fp = n_pred - pair_tp
-    else:
-        p_src = v.p_src
-        pair_fp = sum(1 for p in range(n_pred) if p not in pair_used and p_src[p] in pair_counts)
-
-    if tp == n_pred == n_gold:  # the common perfect case: nothing left to explain
-        return _trusted_score(
-            {
-                "episode_id": gold.id,
-                "source": gold.source,
-                "exhaustive": gold.exhaustive,
-                "n_gold": n_gold,
-                "n_predicted": n_pred,
-                "tp": tp,
-                "fp": 0,
-                "fn": 0,
-                "pair_tp": pair_tp,
-                "pair_fp": pair_fp,
-                "pair_fn": n_gold - pair_tp,
-                "valid_at_right": valid_right,
-                "valid_at_total": tp,
-                "invalid_at_right": invalid_right,
-                "invalid_at_total": tp,
-                "per_type": _type_counts(per_type),
-                "missed": (),
-                "spurious": (),
-                "reversed": (),
-                "mistyped": (),
-                "wrong_dates": tuple(wrong_dates),
-                "ignored": (),
-            },
-            _PERFECT_FIELDS,
-        )
-
     matched_golds = set(matched.values())
     explained = _explain(v, matched, matched_golds)
     p_src, p_tgt, p_kind, symmetric = v.p_src, v.p_tgt, v.p_kind, v.symmetric
@@ -802,10 +774,9 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
     explained_golds: set[int] = set()
     fp = 0
     seen_keys: set[tuple[str, str, str]] | None = None  # built on the first spurious prediction
-    for p in range(n_pred):
+    for p, pe in enumerate(predicted):
         if p in matched:
             continue
-        pe = predicted[p]
         counted = edge_counts is None or (p_src[p], p_kind[p]) in edge_counts
         if counted:
             fp += 1
@@ -829,13 +800,65 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
 
     missed: list[MissedEdge] = []
     g_kind = v.g_kind
-    for g in range(n_gold):
+    for g, ge in enumerate(golds):
         if g in matched_golds:
             continue
         _count(per_type, g_kind[g], 2)
         if g not in explained_golds:
-            missed.append(MissedEdge(gold=golds[g]))
+            missed.append(MissedEdge(gold=ge))
+    return _Mistakes(fp, tuple(missed), tuple(spurious), tuple(reversed_), tuple(mistyped), tuple(ignored))
 
+
+_ALL_FIELDS: Final[frozenset[str]] = frozenset(EpisodeScore.model_fields)
+
+_PERFECT_FIELDS: Final[frozenset[str]] = _ALL_FIELDS - set(_Mistakes._fields) - {"fn"}
+"""The fields a perfect episode's score names, as it always has; the others hold their zero defaults."""
+
+_set_attribute: Final = object.__setattr__
+
+
+def _trusted_score(values: dict[str, Any], fields_set: frozenset[str]) -> EpisodeScore:
+    """An EpisodeScore from values the metric computed itself, as `EpisodeScore.model_construct` makes it.
+
+    Validating twenty counts, a per-type dict and six tuples of records would cost a third of scoring
+    the episode, for values whose types hold by construction. `model_construct` itself walks every
+    field's aliases; `values` here names every field, in declaration order, so that walk is skipped.
+    """
+    score = EpisodeScore.__new__(EpisodeScore)
+    _set_attribute(score, "__dict__", values)
+    _set_attribute(score, "__pydantic_fields_set__", set(fields_set))
+    _set_attribute(score, "__pydantic_extra__", None)
+    _set_attribute(score, "__pydantic_private__", None)
+    return score
+
+
+def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeScore:
+    """Score one episode's predicted edges against its gold edges (see the module docstring's rules).
+
+    A few index-based passes over `_Views`, with records built only for what went wrong: it runs once
+    per example in every optimizer step, and benchmarks/metric_speed.py holds it (with `aggregate`) to
+    100,000 predicted edges per CPU second.
+    """
+    golds = gold.edges
+    n_gold = len(golds)
+    n_pred = len(predicted)
+    v = _views(gold, predicted)
+    matched, pair_used = _match(v, golds, predicted)
+    tp = len(matched)
+    pair_tp = len(pair_used)
+    per_type: dict[str, list[int]] = {}
+    valid_right, invalid_right, wrong_dates = _judge_matches(matched, golds, predicted, v.g_kind, per_type)
+
+    # Which unmatched predictions count, under the exhaustive: false rule (None: all of them).
+    edge_counts, pair_counts = (None, None) if gold.exhaustive else _judged_ends(v)
+    if pair_counts is None:
+        pair_fp = n_pred - pair_tp
+    else:
+        p_src = v.p_src
+        pair_fp = sum(1 for p in range(n_pred) if p not in pair_used and p_src[p] in pair_counts)
+
+    perfect = tp == n_pred == n_gold  # the common case with nothing left to explain
+    m = _NO_MISTAKES if perfect else _mistakes(v, golds, predicted, matched, edge_counts, per_type)
     return _trusted_score(
         {
             "episode_id": gold.id,
@@ -844,7 +867,7 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
             "n_gold": n_gold,
             "n_predicted": n_pred,
             "tp": tp,
-            "fp": fp,
+            "fp": m.fp,
             "fn": n_gold - tp,
             "pair_tp": pair_tp,
             "pair_fp": pair_fp,
@@ -854,14 +877,14 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
             "invalid_at_right": invalid_right,
             "invalid_at_total": tp,
             "per_type": _type_counts(per_type),
-            "missed": tuple(missed),
-            "spurious": tuple(spurious),
-            "reversed": tuple(reversed_),
-            "mistyped": tuple(mistyped),
+            "missed": m.missed,
+            "spurious": m.spurious,
+            "reversed": m.reversed,
+            "mistyped": m.mistyped,
             "wrong_dates": tuple(wrong_dates),
-            "ignored": tuple(ignored),
+            "ignored": m.ignored,
         },
-        _ALL_FIELDS,
+        _PERFECT_FIELDS if perfect else _ALL_FIELDS,
     )
 
 
