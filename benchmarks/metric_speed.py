@@ -3,8 +3,11 @@
 The metric runs inside every optimizer step and every bench, so it must cost nothing next to an LM call.
 Episodes mix exact, reversed, mistyped, dropped, duplicated and invented edges, symmetric types, aliases,
 every date granularity and non-exhaustive labels, so that every branch of the scorer is exercised.
-Building the episodes is not timed; scoring every episode and aggregating the split is. The machine's
-load average is printed with the figures: on a shared machine they drop with it.
+Building the episodes is not timed; scoring every episode and aggregating the split is.
+
+Two clocks time each run: the wall clock, and this process's CPU time (`time.process_time`). On a
+shared machine other processes take CPU turns and the wall-clock figure drops with the load average
+printed beside it; the CPU figure counts only this process's own work, so the goal is judged on it.
 
     python benchmarks/metric_speed.py            # 10,000 episodes, median of 5 runs
     python benchmarks/metric_speed.py --episodes 2000 --runs 3
@@ -19,7 +22,7 @@ import random
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 from edgewise.eval import aggregate, score_episode
 from edgewise.signatures.types import Edge, EdgeType, Entity, GoldEdge, LabeledEpisode
@@ -117,6 +120,46 @@ def make_episode(index: int, rng: random.Random) -> tuple[LabeledEpisode, list[E
     return episode, predicted
 
 
+class Rates(NamedTuple):
+    """Predicted edges scored per second of one measurement, by each clock (medians over the runs)."""
+
+    wall: float
+    cpu: float
+
+
+def measure(label: str, data: list[tuple[LabeledEpisode, list[Edge]]], runs: int) -> Rates:
+    """Score and aggregate every episode `runs` times; print and return the median rates."""
+    n_gold = sum(len(e.edges) for e, _ in data)
+    n_pred = sum(len(p) for _, p in data)
+    walls: list[float] = []
+    cpus: list[float] = []
+    split = None
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        split = aggregate([score_episode(episode, predicted) for episode, predicted in data])
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    assert split is not None
+    wall_median, cpu_median = statistics.median(walls), statistics.median(cpus)
+    print(
+        f"{label}: median {cpu_median:.3f} s CPU ({min(cpus):.3f}-{max(cpus):.3f}), "
+        f"{wall_median:.3f} s wall ({min(walls):.3f}-{max(walls):.3f})"
+    )
+    print(
+        f"  per CPU second: {n_pred / cpu_median:,.0f} predicted edges, "
+        f"{(n_gold + n_pred) / cpu_median:,.0f} gold+predicted, {len(data) / cpu_median:,.0f} episodes"
+    )
+    print(
+        f"  per wall second: {n_pred / wall_median:,.0f} predicted edges, "
+        f"{(n_gold + n_pred) / wall_median:,.0f} gold+predicted, {len(data) / wall_median:,.0f} episodes"
+    )
+    print(
+        f"  sanity: edge-F1 {split.edge_f1:.3f}, pair-F1 {split.pair_f1:.3f}, "
+        f"validAt accuracy {split.valid_at_accuracy:.3f}"
+    )
+    return Rates(wall=n_pred / wall_median, cpu=n_pred / cpu_median)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000)
@@ -128,44 +171,30 @@ def main() -> int:
     data = [make_episode(i, rng) for i in range(args.episodes)]
     n_gold = sum(len(e.edges) for e, _ in data)
     n_pred = sum(len(p) for _, p in data)
-
-    def measure(label: str) -> float:
-        walls: list[float] = []
-        cpus: list[float] = []
-        split = None
-        for _ in range(args.runs):
-            wall, cpu = time.perf_counter(), time.process_time()
-            split = aggregate([score_episode(episode, predicted) for episode, predicted in data])
-            walls.append(time.perf_counter() - wall)
-            cpus.append(time.process_time() - cpu)
-        assert split is not None
-        wall_median, cpu_median = statistics.median(walls), statistics.median(cpus)
-        print(
-            f"{label}: median {wall_median:.3f} s wall ({min(walls):.3f}-{max(walls):.3f}), "
-            f"{cpu_median:.3f} s CPU; {n_pred / wall_median:,.0f} predicted edges/s "
-            f"({(n_gold + n_pred) / wall_median:,.0f} gold+predicted, {args.episodes / wall_median:,.0f} "
-            f"episodes/s; {n_pred / cpu_median:,.0f} predicted edges per CPU second)"
-        )
-        print(
-            f"  sanity: edge-F1 {split.edge_f1:.3f}, pair-F1 {split.pair_f1:.3f}, "
-            f"validAt accuracy {split.valid_at_accuracy:.3f}"
-        )
-        return n_pred / wall_median
-
+    load = os.getloadavg()[0]
     print(
-        f"episodes {args.episodes}, gold edges {n_gold}, predicted edges {n_pred}, seed {args.seed}, ", end=""
+        f"episodes {args.episodes}, gold edges {n_gold}, predicted edges {n_pred}, seed {args.seed}, "
+        f"runs {args.runs}, load average {load:.2f} on {os.cpu_count()} CPUs"
     )
-    print(f"runs {args.runs}, load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     # The inputs live as long as the benchmark, as a loaded dataset does in a bench or an optimizer.
     # Freezing them keeps the collector from re-walking ~1M input objects during the timed runs, so the
-    # figure is the metric's cost; the second line shows what the same runs cost without that.
+    # figure is the metric's cost; the second measurement shows what the same runs cost without that.
     gc.collect()
     gc.freeze()
-    rate = measure("inputs frozen (headline)")
+    rates = measure("inputs frozen (headline)", data, args.runs)
     gc.unfreeze()
-    measure("inputs not frozen")
-    print(f"predicted edges scored per second: {rate:,.0f} (goal >= {GOAL_EDGES_PER_SECOND:,})")
-    return 0 if rate >= GOAL_EDGES_PER_SECOND else 1
+    measure("inputs not frozen", data, args.runs)
+    met = rates.cpu >= GOAL_EDGES_PER_SECOND
+    print(
+        f"predicted edges scored per CPU second: {rates.cpu:,.0f} "
+        f"(goal >= {GOAL_EDGES_PER_SECOND:,}: {'met' if met else 'NOT met'}; judged on this figure, "
+        "the process's own CPU time, because other processes share this machine)"
+    )
+    print(
+        f"predicted edges scored per wall-clock second: {rates.wall:,.0f} "
+        f"(load average {load:.2f} on {os.cpu_count()} CPUs; drops as other processes take CPU turns)"
+    )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

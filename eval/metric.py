@@ -266,8 +266,8 @@ def _same_date(gold: datetime | None, granularity: Granularity | None, predicted
         return predicted is None
     if predicted is None:
         return False
-    if gold == predicted and gold.utcoffset() == predicted.utcoffset():
-        return True  # the same instant written the same way agrees at every granularity
+    if gold.tzinfo is predicted.tzinfo and gold == predicted:
+        return True  # equal fields in one time zone (always UTC once validated) agree at every granularity
     level = granularity or _UNSTATED_GRANULARITY
     if level == "year":
         return gold.year == predicted.year
