@@ -6,7 +6,7 @@
 # Steps, each logged to OUT_DIR/<step>.log, progress in OUT_DIR/progress.txt:
 #   1. subsets: train-40 and dev-20 (seeded, stratified by source) for the optimizer
 #   2. optimize the 0.5B model (bootstrap, 1.5B teacher)  -> optimize/compiled/qwen2.5-coder-0.5b-bootstrap
-#   3. bench the 0.5B model on a 30-episode stratified test sample: seed, seed-structured, default, compiled
+#   3. bench the 0.5B model on a 24-episode stratified test sample: seed, seed-structured, default, compiled
 #   4. bench the 1.5B model on the same sample: seed (the bar the compiled 0.5B must reach)
 #   5. optimize the 1.5B model (bootstrap, itself as teacher) -> optimize/compiled/qwen2.5-coder-1.5b-bootstrap
 #   6. bench the 1.5B model: seed-structured, default, compiled
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/results}
 STEPS=${STEPS:-"1 2 3 4 5 6 7"}
-TEST_LIMIT=${TEST_LIMIT:-30}
+TEST_LIMIT=${TEST_LIMIT:-24}
 EDGEWISE=${EDGEWISE:-edgewise}
 PY=${PY:-python}
 COMPILED=optimize/compiled
