@@ -198,6 +198,52 @@ def test_matching_prefers_the_assignment_that_agrees_on_dates() -> None:
     assert s.tp == 2 and (s.valid_at_right, s.valid_at_total) == (2, 2) and s.wrong_dates == ()
 
 
+def test_one_gold_edge_goes_to_the_later_copy_whose_date_agrees() -> None:
+    ep = episode([gold("Alice", "WORKS_AT", "Acme", valid=dt(2020, 1, 1), valid_g="year")])
+    s = score_episode(
+        ep,
+        [
+            pred("Alice", "WORKS_AT", "Acme", valid=dt(2019, 12, 31)),
+            pred("Alice", "WORKS_AT", "Acme", valid=dt(2020, 8, 1)),
+        ],
+    )
+    assert (s.tp, s.fp, s.valid_at_right) == (1, 1, 1) and s.wrong_dates == ()
+    assert len(s.spurious) == 1 and s.spurious[0].duplicate
+    assert s.spurious[0].predicted.valid_at == dt(2019, 12, 31)
+
+
+def test_contested_gold_edge_goes_to_the_taker_whose_date_agrees() -> None:
+    # Two gold edges between the same entities; both predictions can take only the WORKS_AT one.
+    ep = episode(
+        [
+            gold("Alice", "WORKS_AT", "Acme", valid=dt(2010, 1, 1), valid_g="year"),
+            gold("Alice", "OWNS", "Acme"),
+        ]
+    )
+    s = score_episode(
+        ep,
+        [
+            pred("Alice", "WORKS_AT", "Acme", valid=dt(2009, 1, 1)),
+            pred("Alice", "WORKS_AT", "Acme", valid=dt(2010, 5, 1)),
+        ],
+    )
+    assert (s.tp, s.fp, s.fn) == (1, 1, 1) and s.valid_at_right == 1 and s.wrong_dates == ()
+    assert s.pair_tp == 2  # type ignored, each prediction takes one of the two gold edges
+    # the leftover prediction is labelled as a mistyped OWNS edge
+    assert [(m.gold.relationship_type, m.predicted.valid_at) for m in s.mistyped] == [
+        ("OWNS", dt(2009, 1, 1))
+    ]
+
+
+def test_a_score_equals_the_validated_score_of_the_same_values() -> None:
+    ep = episode([gold("Alice", "WORKS_AT", "Acme"), gold("Bob", "KNOWS", "Alice")], exhaustive=False)
+    for preds in ([], [pred("Alice", "WORKS_AT", "Acme"), pred("Bob", "KNOWS", "Alice")]):
+        s = score_episode(ep, preds)
+        validated = EpisodeScore(**dict(s))
+        assert validated == s and validated.model_dump() == s.model_dump()
+        assert all(type(c).__name__ == "TypeCounts" for c in s.per_type.values())
+
+
 def test_unknown_entities_are_spurious() -> None:
     s = score_episode(episode([gold("Alice", "WORKS_AT", "Acme")]), [pred("Zed", "WORKS_AT", "Acme")])
     assert (s.tp, s.fp, s.fn) == (0, 1, 1) and len(s.missed) == 1 and len(s.spurious) == 1
@@ -502,12 +548,15 @@ episodes = st.builds(
 )
 
 
-def _brute_force_matches(ep: LabeledEpisode, preds: list[Edge]) -> int:
-    """The largest one-to-one matching by trying every assignment (tiny inputs only)."""
+def _brute_force_matches(ep: LabeledEpisode, preds: list[Edge], typed: bool = True) -> int:
+    """The largest one-to-one matching by trying every assignment (tiny inputs only).
+
+    With `typed=False` the type is ignored, as pair-F1 ignores it.
+    """
     symmetric = {t.name for t in ep.edge_types if t.symmetric}
 
     def ok(p: Edge, g: GoldEdge) -> bool:
-        if p.relationship_type not in {g.relationship_type, *g.aliases}:
+        if typed and p.relationship_type not in {g.relationship_type, *g.aliases}:
             return False
         forward = (p.source_entity_name, p.target_entity_name) == (g.source_entity_name, g.target_entity_name)
         backward = (p.source_entity_name, p.target_entity_name) == (
@@ -555,3 +604,11 @@ def test_scores_stay_in_range_and_counts_add_up(ep: LabeledEpisode, preds: list[
     assert 0.0 <= split.edge_f1 <= 1.0 and 0.0 <= split.pair_f1 <= 1.0
     for acc in (split.valid_at_accuracy, split.invalid_at_accuracy):
         assert acc is None or 0.0 <= acc <= 1.0
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ep=episodes, preds=st.lists(pred_edges, max_size=5))
+def test_pair_matches_are_a_maximum_and_scores_validate(ep: LabeledEpisode, preds: list[Edge]) -> None:
+    s = score_episode(ep, preds)
+    assert s.pair_tp == _brute_force_matches(ep, preds, typed=False)
+    assert EpisodeScore(**dict(s)) == s
