@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import sys
 
-import pytest
 from fakes import edge, edges_reply
 from mock_openai import MockOpenAIServer
 
@@ -143,10 +143,28 @@ def test_missing_api_key_is_a_one_line_error(monkeypatch, capsys):
     assert "OPENAI_API_KEY" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["extract"])
-def test_every_flag_has_help_with_an_example(command):
-    parser = build_parser()
-    sub = parser._subparsers._group_actions[0].choices[command]
-    for action in sub._actions:
-        if action.option_strings and action.dest != "help":
-            assert action.help and "Example:" in action.help, action.dest
+def _flag_actions(parser: argparse.ArgumentParser, name: str):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _flag_actions(sub, f"{name} {sub_name}".strip())
+        elif action.option_strings and action.dest != "help":
+            yield name, action
+
+
+def test_every_flag_of_every_command_has_help_with_an_example():
+    actions = list(_flag_actions(build_parser(), ""))
+    assert {name.split()[0] for name, _ in actions} >= {
+        "extract",
+        "bench",
+        "optimize",
+        "data",
+        "serve",
+        "local-model",
+    }
+    missing = [
+        f"{name} {action.option_strings[0]}"
+        for name, action in actions
+        if "Example:" not in (action.help or "")
+    ]
+    assert missing == []

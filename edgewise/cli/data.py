@@ -56,9 +56,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate.set_defaults(func=run_validate)
 
     build = actions.add_parser("build", help="rebuild the shipped splits from the raw public data")
-    build.add_argument("--raw", type=Path, default=None, help="raw data folder (default: ../shared/data/raw)")
     build.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: the package's episodes/)"
+        "--raw",
+        type=Path,
+        default=None,
+        help="raw data folder (default: ../shared/data/raw). Example: --raw /data/raw",
+    )
+    build.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: the package's episodes/). Example: --out /tmp/episodes",
     )
     build.set_defaults(func=run_build)
 

