@@ -17,18 +17,26 @@ from edgewise.modules.seed_prompt import SeedPromptExtractor
 BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "default")
 
 
-def resolve_program(spec: str, *, reflexion_rounds: int | None = None) -> dspy.Module:
-    """A ready program for `spec`; `reflexion_rounds` overrides the program's own setting when given."""
+def resolve_program(
+    spec: str, *, reflexion_rounds: int | None = None, open_types: bool = False
+) -> dspy.Module:
+    """A ready program for `spec`; `reflexion_rounds` overrides the program's own setting when given.
+
+    `open_types` lets an `EdgeExtractor` write relationship types outside the episode's list (the seed
+    prompts always may: they are the verbatim baseline).
+    """
     rounds = reflexion_rounds or 0
     if spec == "seed":
         return SeedPromptExtractor(structured=False, max_reflexion_rounds=rounds)
     if spec == "seed-structured":
         return SeedPromptExtractor(structured=True, max_reflexion_rounds=rounds)
     if spec == "default":
-        return EdgeExtractor(max_reflexion_rounds=rounds)
+        return EdgeExtractor(max_reflexion_rounds=rounds, closed_types=not open_types)
     from edgewise.optimize.artifact import load
 
     program = load(spec)
     if reflexion_rounds is not None:
         program.max_reflexion_rounds = reflexion_rounds
+    if open_types:
+        program.closed_types = False
     return program

@@ -148,6 +148,7 @@ class BenchReport(BaseModel):
     seed: int
     workers: int
     reflexion_rounds: int | None = None
+    open_types: bool = False
     cache: Literal["off"] = "off"
     bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
     models: list[str]
@@ -427,6 +428,7 @@ def run_bench(
     seed: int = 0,
     out_dir: str | Path | None = None,
     reflexion_rounds: int | None = None,
+    open_types: bool = False,
     progress: bool = True,
     lm_factory: LMFactory | None = None,
 ) -> BenchReport:
@@ -450,7 +452,10 @@ def run_bench(
     duplicate_ids = [name for name, count in Counter(episode.id for episode in episodes).items() if count > 1]
     if duplicate_ids:
         raise ValueError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
-    resolved = {spec: resolve_program(spec, reflexion_rounds=reflexion_rounds) for spec in programs}
+    resolved = {
+        spec: resolve_program(spec, reflexion_rounds=reflexion_rounds, open_types=open_types)
+        for spec in programs
+    }
     if lm_factory is None:
         _preflight(models)
         lm_factory = _bench_lm
@@ -464,6 +469,7 @@ def run_bench(
         seed=seed,
         workers=workers,
         reflexion_rounds=reflexion_rounds,
+        open_types=open_types,
         models=[model_label(config) for config in models],
         programs=list(programs),
         data=summarize_data(episodes),

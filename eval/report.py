@@ -98,6 +98,7 @@ def table_notes(report: BenchReport) -> list[str]:
             f"{report.data.episodes} episodes ({sources}); {report.data.gold_edges} gold edges; "
             f"workers {report.workers}; seed {report.seed}"
             + (f"; reflexion rounds {report.reflexion_rounds}" if report.reflexion_rounds is not None else "")
+            + ("; open relationship types" if report.open_types else "")
             + "."
         ),
         (

@@ -14,6 +14,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.context import extraction_inputs
+from edgewise.modules.lm import output_vocabulary
 from edgewise.modules.postprocess import cap_attributes, postprocess
 from edgewise.modules.usage import track_step
 from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
@@ -60,9 +61,14 @@ def result_prediction(result: ExtractionResult) -> dspy.Prediction:
 
 
 class EdgeExtractor(dspy.Module):
-    """Extract edges between an episode's known entities, with dates, usage and warnings."""
+    """Extract edges between an episode's known entities, with dates, usage and warnings.
 
-    def __init__(self, max_reflexion_rounds: int = 0) -> None:
+    On a self-hosted server the decoder may only write the episode's entity names (the seed's rule 1)
+    and, with `closed_types`, only its RELATIONSHIP TYPES; see `output_vocabulary`. `closed_types=False`
+    keeps the seed's open vocabulary, for callers whose type list names only the most important types.
+    """
+
+    def __init__(self, max_reflexion_rounds: int = 0, *, closed_types: bool = True) -> None:
         super().__init__()
         if max_reflexion_rounds < 0:
             raise ValueError("max_reflexion_rounds must be >= 0")
@@ -70,6 +76,7 @@ class EdgeExtractor(dspy.Module):
         self.reflect = dspy.Predict(FindMissingFacts)
         self.attributes = dspy.Predict(ExtractEdgeAttributes)
         self.max_reflexion_rounds = max_reflexion_rounds
+        self.closed_types = closed_types
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
@@ -78,12 +85,15 @@ class EdgeExtractor(dspy.Module):
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
         inputs = extraction_inputs(episode)
-        raw = self._extract(inputs, [], usage, warnings)
-        for _ in range(self.max_reflexion_rounds):
-            missing = self._missing_facts(inputs, raw, usage, warnings)
-            if not missing:
-                break
-            raw = raw + self._extract(inputs, missing, usage, warnings)
+        names = [entity.name for entity in episode.entities]
+        types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
+        with output_vocabulary(sourceEntityName=names, targetEntityName=names, relationshipType=types):
+            raw = self._extract(inputs, [], usage, warnings)
+            for _ in range(self.max_reflexion_rounds):
+                missing = self._missing_facts(inputs, raw, usage, warnings)
+                if not missing:
+                    break
+                raw = raw + self._extract(inputs, missing, usage, warnings)
         edges, cleanup_warnings = postprocess(raw, episode)
         warnings.extend(cleanup_warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)

@@ -149,7 +149,10 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
 
     directory = resolve_artifact_dir(path_or_name)
     manifest = read_manifest(directory)
-    program = EdgeExtractor(max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)))
+    program = EdgeExtractor(
+        max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)),
+        closed_types=bool(manifest.settings.get("closed_types", True)),
+    )
     expected = signature_fingerprints(program)
     if manifest.signature_fingerprints != expected:
         changed = sorted(

@@ -351,6 +351,7 @@ class SearchSettings:
     max_demos: int = 4
     budget: int | None = None
     reflexion_rounds: int = 0
+    closed_types: bool = True
     workers: int = 1
     candidates: int | None = None
     trials: int | None = None
@@ -379,6 +380,7 @@ class SearchSettings:
             "max_demos": self.max_demos,
             "budget": self.budget,
             "reflexion_rounds": self.reflexion_rounds,
+            "closed_types": self.closed_types,
             "candidates": self.candidates,
             "trials": self.trials,
             "demo_threshold": self.demo_threshold,
@@ -486,6 +488,7 @@ def optimize(
     max_demos: int = 4,
     budget: int | None = None,
     reflexion_rounds: int = 0,
+    closed_types: bool = True,
     workers: int = 1,
     candidates: int | None = None,
     trials: int | None = None,
@@ -515,6 +518,7 @@ def optimize(
         max_demos=max_demos,
         budget=budget,
         reflexion_rounds=reflexion_rounds,
+        closed_types=closed_types,
         workers=workers,
         candidates=candidates,
         trials=trials,
@@ -561,7 +565,7 @@ def optimize(
             },
         )
 
-    student = EdgeExtractor(max_reflexion_rounds=reflexion_rounds)
+    student = EdgeExtractor(max_reflexion_rounds=reflexion_rounds, closed_types=closed_types)
     train_examples, dev_examples = to_examples(train_split.episodes), to_examples(dev_split.episodes)
 
     _say(

@@ -357,3 +357,12 @@ def test_cli_benches_a_server_end_to_end(tmp_path: Path, capsys: Any) -> None:
     assert all(run["calls"] == 2 and run["prompt_tokens"] > 0 for run in results["runs"])
     assert results["workers"] == 4
     assert {"results.md", "results.json", "plot.png", "errors.jsonl"} <= {p.name for p in tmp_path.iterdir()}
+
+
+@pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-0.5b-bootstrap"])
+def test_open_types_opens_the_module_and_compiled_programs_only(spec):
+    from edgewise.programs import resolve_program
+
+    assert resolve_program(spec).closed_types is True
+    assert resolve_program(spec, open_types=True).closed_types is False
+    assert not hasattr(resolve_program("seed", open_types=True), "closed_types")

@@ -15,6 +15,7 @@ from edgewise.modules.lm import (
     bounded_response_format,
     build_lm,
     lm_context,
+    output_vocabulary,
 )
 from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
 
@@ -64,6 +65,65 @@ def test_self_hosted_requests_carry_the_bounded_schema():
     assert len(result.edges) == 1
     schema = body["response_format"]["json_schema"]["schema"]
     assert next(iter(_schema_nodes(schema, "array")))["maxItems"] == MAX_LIST_ITEMS
+
+
+def _edge_properties(body):
+    schema = body["response_format"]["json_schema"]["schema"]
+    return next(
+        node["properties"] for node in _schema_nodes(schema, "object") if "fact" in node.get("properties", {})
+    )
+
+
+_TYPED_EPISODE = {
+    "episodeContent": "Alice works at Acme. Bob met Alice.",
+    "entities": [{"name": "Alice"}, {"name": "Acme"}, {"name": "Bob"}],
+    "referenceTime": "2025-01-01T00:00:00Z",
+    "edgeTypes": [{"name": "WORKS_AT", "description": "employment"}, {"name": "MET", "description": "met"}],
+}
+
+
+def _served_request(program, reply):
+    with MockOpenAIServer(reply) as server:
+        lm = build_lm(LMConfig(model="openai/mock", api_base=server.api_base, cache=False, num_retries=0))
+        with lm_context(lm):
+            result = program(_TYPED_EPISODE).result
+        return result, server.requests[0]
+
+
+def test_vocabulary_becomes_an_enum_only_on_the_named_string_properties():
+    with_enum = bounded_response_format(SeedEdgesReply, {"relationshipType": ("A", "B"), "absent": ("x",)})
+    objects = _schema_nodes(with_enum, "object")
+    properties = [n["properties"] for n in objects if "relationshipType" in n.get("properties", {})]
+    assert properties and properties[0]["relationshipType"]["enum"] == ["A", "B"]
+    assert "enum" not in properties[0]["fact"]
+    assert "enum" not in json.dumps(bounded_response_format(SeedEdgesReply))
+
+
+def test_extractor_limits_decoding_to_the_episodes_entities_and_types():
+    reply = edges_reply(edge("Alice", "WORKS_AT", "Acme", "Alice works at Acme."))
+    result, body = _served_request(EdgeExtractor(), reply)
+    properties = _edge_properties(body)
+    assert properties["sourceEntityName"]["enum"] == ["Alice", "Acme", "Bob"]
+    assert properties["targetEntityName"]["enum"] == ["Alice", "Acme", "Bob"]
+    assert properties["relationshipType"]["enum"] == ["WORKS_AT", "MET"]
+    assert [e.relationship_type for e in result.edges] == ["WORKS_AT"]
+
+
+def test_open_types_leave_the_relationship_type_free_but_keep_entity_names_closed():
+    reply = edges_reply(edge("Alice", "FRIEND_OF", "Bob", "Bob met Alice."))
+    result, body = _served_request(EdgeExtractor(closed_types=False), reply)
+    properties = _edge_properties(body)
+    assert "enum" not in properties["relationshipType"]
+    assert properties["sourceEntityName"]["enum"] == ["Alice", "Acme", "Bob"]
+    assert [e.relationship_type for e in result.edges] == ["FRIEND_OF"]
+
+
+def test_vocabulary_ends_with_its_block():
+    from edgewise.modules.lm import _OUTPUT_VOCABULARY
+
+    with output_vocabulary(relationshipType=["A", "A", "B"], targetEntityName=[]):
+        assert _OUTPUT_VOCABULARY.get() == {"relationshipType": ("A", "B")}
+    assert _OUTPUT_VOCABULARY.get() is None
 
 
 def test_environment_fills_unset_fields(monkeypatch):

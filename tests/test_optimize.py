@@ -120,8 +120,15 @@ def test_each_optimizer_finds_the_better_program_and_writes_a_loadable_artifact(
     )
     assert set(manifest["data_hashes"]) == {"train", "dev"}
     assert manifest["settings"]["max_demos"] == 2 and manifest["settings"]["reflexion_rounds"] == 0
+    assert manifest["settings"]["closed_types"] is True and loaded.closed_types
     with lm_context(ScriptedLM(respond)):
         assert len(loaded(DEV[0].episode()).edges) == 2
+
+
+def test_an_open_types_program_stays_open_after_loading(tmp_path):
+    compile_with(tmp_path / "prog", optimizer="bootstrap", candidates=1, closed_types=False)
+    assert json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())["settings"]["closed_types"] is False
+    assert load(tmp_path / "prog").closed_types is False
 
 
 def test_teacher_model_bootstraps_the_demos(tmp_path):

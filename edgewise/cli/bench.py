@@ -92,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="seed of the --limit sample and of the bootstrap intervals (default 0). Example: --seed 7",
     )
     parser.add_argument(
+        "--open-types",
+        action="store_true",
+        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
+        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
+    )
+    parser.add_argument(
         "--reflexion-rounds",
         type=int,
         help="rounds of missed-fact review for every program (default: each program's own; 0 for default "
@@ -183,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             out_dir=out_dir,
             reflexion_rounds=args.reflexion_rounds,
+            open_types=args.open_types,
             progress=not args.no_progress,
         )
     except BenchInterrupted as interrupted:

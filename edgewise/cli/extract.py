@@ -89,6 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="rounds of missed-fact review (default: the program's own, 0 for default). Example: --reflexion-rounds 1",
     )
     parser.add_argument(
+        "--open-types",
+        action="store_true",
+        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
+        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -162,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
     if args.episode_timeout is not None and not args.episode_timeout > 0:
         raise ValueError("--episode-timeout must be > 0 seconds")
     config = config_from_args(args)
-    program = resolve_program(args.baseline or args.program, reflexion_rounds=args.reflexion_rounds)
+    program = resolve_program(
+        args.baseline or args.program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types
+    )
     started = time.monotonic()
     summary = BatchSummary()
     with ExitStack() as stack:

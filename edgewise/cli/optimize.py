@@ -85,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Example: --budget 500",
     )
     parser.add_argument(
+        "--open-types",
+        action="store_true",
+        help="compile a program that may write relationship types outside the episode's edgeTypes, as the "
+        "seed prompt allows (default: only the listed types on a self-hosted server). Example: --open-types",
+    )
+    parser.add_argument(
         "--reflexion-rounds",
         type=int,
         default=0,
@@ -188,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
             max_demos=args.max_demos,
             budget=args.budget,
             reflexion_rounds=args.reflexion_rounds,
+            closed_types=not args.open_types,
             workers=args.workers,
             candidates=args.candidates,
             trials=args.trials,
