@@ -359,6 +359,35 @@ def test_cli_benches_a_server_end_to_end(tmp_path: Path, capsys: Any) -> None:
     assert {"results.md", "results.json", "plot.png", "errors.jsonl"} <= {p.name for p in tmp_path.iterdir()}
 
 
+def test_sigterm_stops_a_bench_like_ctrl_c_and_keeps_the_finished_episodes(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def reply(body: dict[str, Any]) -> str:
+        text = json.dumps(body["messages"])
+        return next((r for marker, r in REPLIES.items() if marker in text), edges_reply())
+
+    with MockOpenAIServer(reply, latency=0.3) as server:
+        command = [
+            sys.executable, "-m", "edgewise", "bench", "--models", f"mock@{server.api_base}",
+            "--programs", "default", "--data", str(FIXTURE), "--workers", "1", "--out", str(tmp_path),
+            "--no-progress", "--max-retries", "0",
+        ]  # fmt: skip
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["partial"] is True
+    (run,) = results["runs"]
+    assert run["complete"] is False and 1 <= run["episodes_done"] < run["episodes_planned"]
+
+
 @pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-0.5b-bootstrap"])
 def test_open_types_opens_the_module_and_compiled_programs_only(spec):
     from edgewise.programs import resolve_program

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 from typing import Final
 
 import edgewise._offline  # noqa: F401
@@ -42,6 +46,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Let SIGTERM stop a command the way Ctrl-C does.
+
+    Long runs go to the background (nohup, a scheduler, a CI timeout), where the stop signal is
+    SIGTERM, not Ctrl-C; by default it kills the process on the spot, so a bench would lose its
+    partial results and an optimize run its last word. As a KeyboardInterrupt it takes the same
+    path as Ctrl-C: finished work is written, local model servers are stopped.
+    """
+    claimed = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    )
+    previous = signal.signal(signal.SIGTERM, _interrupt) if claimed else None
+    try:
+        yield
+    finally:
+        if claimed:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -49,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("edgewise: interrupted", file=sys.stderr)
         return 130
