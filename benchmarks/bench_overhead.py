@@ -40,6 +40,7 @@ from mock_openai import MockOpenAIServer
 from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
 from edgewise.modules.lm import LMConfig
+from edgewise.programs import resolve_program
 from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
 GOAL_MS: Final = 3.0
@@ -195,7 +196,7 @@ def measure(
             started = time.perf_counter()
             report = run_bench(
                 [config],
-                [program],
+                {program: resolve_program(program)},
                 episodes,
                 workers=workers,
                 seed=0,

@@ -7,7 +7,8 @@ error or timeout is recorded as a failed episode, scored as an empty prediction 
 Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
 
     from edgewise.eval import run_bench
-    report = run_bench([LMConfig(model="openai/gpt-4o-mini")], ["seed", "default"], episodes,
+        programs = {name: resolve_program(name) for name in ("seed", "default")}
+    report = run_bench([LMConfig(model="openai/gpt-4o-mini")], programs, episodes,
                        workers=4, seed=0, out_dir="runs/bench")
     print(report.table())
 """
@@ -21,7 +22,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +36,6 @@ from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_
 from edgewise.eval.report import ERRORS_JSONL, error_line, markdown_table, write_reports, write_results_json
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
-from edgewise.programs import resolve_program
 from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
@@ -421,7 +421,7 @@ def _no_cache(lm: dspy.BaseLM) -> Iterator[dspy.BaseLM]:
 
 def run_bench(
     models: Sequence[LMConfig],
-    programs: Sequence[str],
+    programs: Mapping[str, dspy.Module],
     episodes: Sequence[LabeledEpisode],
     *,
     workers: int = 4,
@@ -433,6 +433,9 @@ def run_bench(
     lm_factory: LMFactory | None = None,
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
+
+    `programs` maps the name shown in the report to a ready program (`edgewise.programs.resolve_program`
+    builds them from names); `reflexion_rounds` and `open_types` only record how they were built.
 
     `out_dir` receives `results.md` (the table), `results.json`, `plot.png` and `errors.jsonl`
     (written as episodes finish, flushed after each run); `results.json` is also rewritten after each model x program, so
@@ -452,10 +455,7 @@ def run_bench(
     duplicate_ids = [name for name, count in Counter(episode.id for episode in episodes).items() if count > 1]
     if duplicate_ids:
         raise ValueError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
-    resolved = {
-        spec: resolve_program(spec, reflexion_rounds=reflexion_rounds, open_types=open_types)
-        for spec in programs
-    }
+    resolved = dict(programs)
     if lm_factory is None:
         _preflight(models)
         lm_factory = _bench_lm

@@ -25,6 +25,7 @@ from edgewise.data.loader import load_episodes
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.eval.report import COLUMNS, read_errors
 from edgewise.modules.lm import LMConfig
+from edgewise.programs import resolve_program
 from edgewise.signatures.types import LabeledEpisode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "episodes.jsonl"
@@ -61,6 +62,10 @@ def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
     raise AssertionError("request for an unknown episode")
 
 
+def programs(*names: str) -> dict[str, Any]:
+    return {name: resolve_program(name) for name in names}
+
+
 def factory_for(responder: Any) -> Any:
     @contextmanager
     def factory(config: LMConfig) -> Iterator[ScriptedLM]:
@@ -78,7 +83,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[BenchReport, Path]:
     out = tmp_path_factory.mktemp("bench")
     report = run_bench(
         MODELS,
-        PROGRAMS,
+        programs(*PROGRAMS),
         load_fixture(),
         workers=2,
         seed=0,
@@ -217,7 +222,7 @@ def test_parse_failures_are_counted_per_episode(tmp_path: Path) -> None:
 
     report = run_bench(
         [LMConfig(model="fake/x")],
-        ["seed"],
+        programs("seed"),
         load_fixture(),
         workers=1,
         seed=0,
@@ -244,7 +249,7 @@ def test_ctrl_c_writes_the_finished_episodes_as_partial(tmp_path: Path) -> None:
     with pytest.raises(BenchInterrupted) as caught:
         run_bench(
             [LMConfig(model="fake/x")],
-            ["default"],
+            programs("default"),
             load_fixture(),
             workers=1,
             seed=0,
@@ -274,7 +279,7 @@ def test_a_model_that_cannot_start_is_reported_and_the_others_run(tmp_path: Path
 
     report = run_bench(
         [LMConfig(model="broken"), LMConfig(model="fake/ok")],
-        ["seed"],
+        programs("seed"),
         load_fixture(),
         workers=1,
         seed=0,

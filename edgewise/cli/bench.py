@@ -11,6 +11,7 @@ from typing import Final
 
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args
+from edgewise.programs import resolve_program
 from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final = ("train", "dev", "test", "smoke")
@@ -174,7 +175,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--reflexion-rounds must be >= 0")
     base = config_from_args(args)
     models = parse_models(args.models or base.model, base)
-    programs = split_list(args.programs, "--programs")
+    programs = {
+        spec: resolve_program(spec, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
+        for spec in split_list(args.programs, "--programs")
+    }
     episodes: Sequence[LabeledEpisode] = read_episodes(args.split, args.data)
     if args.limit is not None:
         episodes = stratified_sample(episodes, args.limit, args.seed)
