@@ -15,6 +15,7 @@ import json
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -416,3 +417,21 @@ def test_load_accepts_keyword_episodes_and_needs_an_artifact(compiled, tmp_path)
     assert len(result.edges) == 2
     with pytest.raises(ArtifactError, match="no compiled program"):
         edgewise.load(tmp_path / "missing")
+
+
+def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
+    from edgewise.optimize.artifact import shipped_programs
+
+    shipped = shipped_programs()
+    assert {"qwen2.5-coder-0.5b-bootstrap", "qwen2.5-coder-1.5b-bootstrap"} <= set(shipped)
+    for name, directory in shipped.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # compiled with this edgewise and dspy: no version warning
+            program = load(name)
+        assert isinstance(program, EdgeExtractor)
+        manifest = json.loads((directory / MANIFEST_FILE).read_text())
+        assert (
+            manifest["status"] == "complete" and manifest["dev_score_after"] >= manifest["dev_score_before"]
+        )
+        text = "".join(p.read_text() for p in directory.iterdir())
+        assert "api_key" not in text and "api_base" not in text and "127.0.0.1" not in text
