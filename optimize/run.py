@@ -111,6 +111,7 @@ class OptimizeReport:
     budget: int | None
     wall_s: float
     candidates: int = 0
+    candidate_scores: list[float] = field(default_factory=list)
     error: str | None = None
 
     def summary(self) -> str:
@@ -141,7 +142,12 @@ class OptimizeReport:
             f"  LM calls: {total.calls} ({search.calls} in the search{cap}, the rest in dev evaluations); "
             f"tokens billed: {total.prompt_tokens} prompt + {total.completion_tokens} completion"
         )
-        lines.append(f"  candidates scored on dev: {self.candidates}; wall time: {self.wall_s:.1f} s")
+        scores = ", ".join(f"{score:.3f}" for score in self.candidate_scores)
+        lines.append(
+            f"  candidates scored on dev: {self.candidates}"
+            + (f" (mean episode F1: {scores})" if scores else "")
+            + f"; wall time: {self.wall_s:.1f} s"
+        )
         lines.append(f"  program: {self.out_dir}")
         if self.error:
             lines.append(f"  stopped by: {self.error}")
@@ -229,6 +235,7 @@ class BestTracker(BaseCallback):
         self.best = best
         self.best_score = best_score
         self.candidates = 0
+        self.scores: list[float] = []  # each full dev score, in the order the optimizer produced them
         self._on_new_best = on_new_best
         self._pending: dict[str, dspy.Module] = {}
         self._lock = threading.Lock()
@@ -249,6 +256,7 @@ class BestTracker(BaseCallback):
         score = sum(float(r[2]) for r in results) / len(results) if results else float(outputs.score) / 100
         with self._lock:
             self.candidates += 1
+            self.scores.append(round(score, 4))
             if score <= self.best_score:
                 return
             self.best, self.best_score = clean_copy(program), score
@@ -581,7 +589,8 @@ def optimize(
     _say(progress, f"dev before: edge-F1 {before.edge_f1:.3f}, mean episode F1 {before.mean_f1:.3f}")
 
     def checkpoint(program: dspy.Module, score: float) -> None:
-        save(program, out_dir, manifest_for(program, "interrupted", None, search_score=score))
+        notes = {"search_score": score, "candidate_scores": best.scores}
+        save(program, out_dir, manifest_for(program, "interrupted", None, **notes))
         _say(progress, f"new best on dev (mean episode F1 {score:.3f}); saved to {out_dir}")
 
     best = BestTracker([e.id for e in dev_split.episodes], student.deepcopy(), before.mean_f1, checkpoint)
@@ -604,7 +613,14 @@ def optimize(
         save(
             best.best,
             out_dir,
-            manifest_for(best.best, status, None, search_score=best.best_score, error=error),
+            manifest_for(
+                best.best,
+                status,
+                None,
+                search_score=best.best_score,
+                candidate_scores=best.scores,
+                error=error,
+            ),
         )
         _say(progress, f"{status}; the best program so far is saved to {out_dir}")
         raise
@@ -627,7 +643,12 @@ def optimize(
             )
     usage["after"] = _phase_usage(meter, tracker)
     manifest = manifest_for(
-        program, status, after, search_score=best.best_score, **({"error": error} if error else {})
+        program,
+        status,
+        after,
+        search_score=best.best_score,
+        candidate_scores=best.scores,
+        **({"error": error} if error else {}),
     )
     save(program, out_dir, manifest)
     return OptimizeReport(
@@ -641,6 +662,7 @@ def optimize(
         budget=budget,
         wall_s=time.monotonic() - started,
         candidates=best.candidates,
+        candidate_scores=list(best.scores),
         error=error,
     )
 

@@ -122,6 +122,10 @@ def test_each_optimizer_finds_the_better_program_and_writes_a_loadable_artifact(
     assert set(manifest["data_hashes"]) == {"train", "dev"}
     assert manifest["settings"]["max_demos"] == 2 and manifest["settings"]["reflexion_rounds"] == 0
     assert manifest["settings"]["closed_types"] is True and loaded.closed_types
+    assert len(manifest["notes"]["candidate_scores"]) == report.candidates >= 1
+    assert max(manifest["notes"]["candidate_scores"]) == pytest.approx(
+        manifest["notes"]["search_score"], abs=1e-4
+    )
     with lm_context(ScriptedLM(respond)):
         assert len(loaded(DEV[0].episode()).edges) == 2
 
