@@ -286,8 +286,8 @@ def lm_context(lm: dspy.BaseLM) -> Iterator[None]:
         yield
 
 
-def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The model flags every subcommand shares."""
+def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True) -> None:
+    """The model flags every subcommand shares; `cache_flag=False` where the cache is always off (bench)."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -351,11 +351,12 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
         help="structured output: auto = JSON schema for local/--api-base servers and models LiteLLM knows "
         "support it; none = free text. Example: --response-format json_object",
     )
-    group.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="do not reuse DSPy's cache of earlier replies. Example: --no-cache",
-    )
+    if cache_flag:
+        group.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="do not reuse DSPy's cache of earlier replies. Example: --no-cache",
+        )
 
 
 def config_from_args(args: argparse.Namespace) -> LMConfig:
@@ -370,7 +371,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
         max_rps=getattr(args, "max_rps", None),
         retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
         response_format=args.response_format,
-        cache=not args.no_cache,
+        cache=not getattr(args, "no_cache", False),
     )
 
 

@@ -400,3 +400,9 @@ def test_open_types_opens_the_module_and_compiled_programs_only(spec):
     assert resolve_program(spec).closed_types is True
     assert resolve_program(spec, open_types=True).closed_types is False
     assert not hasattr(resolve_program("seed", open_types=True), "closed_types")
+
+
+def test_bench_has_no_cache_flag_because_its_cache_is_always_off(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--programs", "default", "--split", "smoke", "--no-cache"])
+    assert exited.value.code == 2 and "--no-cache" in capsys.readouterr().err

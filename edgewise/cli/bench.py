@@ -112,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars on stderr. Example: --no-progress"
     )
-    add_lm_arguments(parser)
+    add_lm_arguments(parser, cache_flag=False)  # a bench always runs with DSPy's cache off
     parser.set_defaults(func=run)
 
 
