@@ -105,8 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--candidates",
         type=int,
-        help="bootstrap: demo sets tried (default 6); mipro: instruction and demo candidates, replacing --auto "
-        "(needs --trials). Example: --candidates 4",
+        help="bootstrap: shuffled demo sets tried after the unshuffled one (default 6, so 7 candidates; 0 "
+        "tries the unshuffled one only); mipro: instruction and demo candidates, replacing --auto (needs "
+        "--trials). Example: --candidates 4",
     )
     parser.add_argument(
         "--trials",
