@@ -7,7 +7,8 @@ error or timeout is recorded as a failed episode, scored as an empty prediction 
 Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
 
     from edgewise.eval import run_bench
-        programs = {name: resolve_program(name) for name in ("seed", "default")}
+    from edgewise.programs import resolve_program
+    programs = {name: resolve_program(name) for name in ("seed", "default")}
     report = run_bench([LMConfig(model="openai/gpt-4o-mini")], programs, episodes,
                        workers=4, seed=0, out_dir="runs/bench")
     print(report.table())

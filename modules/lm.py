@@ -48,9 +48,10 @@ _OUTPUT_VOCABULARY: ContextVar[dict[str, tuple[str, ...]] | None] = ContextVar(
 def output_vocabulary(**allowed: Sequence[str]) -> Iterator[None]:
     """Within this block, requests to a self-hosted server allow only these values for these properties.
 
-    A small model copies relationship types from its few-shot demos and misspells entity names; the
-    parser cannot know the episode, but the server's grammar can: `bounded_response_format` turns each
-    list into a JSON-schema `enum`, so the decoder can only write an episode's own entities and types.
+    The seed's rule 1 (only the episode's entities) and its type list are prompt text a small model may
+    ignore; the parser cannot know the episode, but the server's grammar can: `bounded_response_format`
+    turns each list into a JSON-schema `enum`, so the decoder can only write the episode's own entities
+    and types.
     An empty list leaves its property free. The setting follows the call's thread and task (a ContextVar).
     """
     token = _OUTPUT_VOCABULARY.set(

@@ -110,9 +110,13 @@ class OptimizeReport:
     usage: dict[str, PhaseUsage]
     budget: int | None
     wall_s: float
-    candidates: int = 0
     candidate_scores: list[float] = field(default_factory=list)
     error: str | None = None
+
+    @property
+    def candidates(self) -> int:
+        """Candidates scored on the full dev split."""
+        return len(self.candidate_scores)
 
     def summary(self) -> str:
         """The lines printed at the end of `edgewise optimize`."""
@@ -234,11 +238,14 @@ class BestTracker(BaseCallback):
         self._dev_ids = sorted(dev_ids)
         self.best = best
         self.best_score = best_score
-        self.candidates = 0
         self.scores: list[float] = []  # each full dev score, in the order the optimizer produced them
         self._on_new_best = on_new_best
         self._pending: dict[str, dspy.Module] = {}
         self._lock = threading.Lock()
+
+    @property
+    def candidates(self) -> int:
+        return len(self.scores)
 
     def on_evaluate_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
         devset = inputs.get("devset") or getattr(instance, "devset", None) or []
@@ -255,7 +262,6 @@ class BestTracker(BaseCallback):
         results = getattr(outputs, "results", None) or []
         score = sum(float(r[2]) for r in results) / len(results) if results else float(outputs.score) / 100
         with self._lock:
-            self.candidates += 1
             self.scores.append(round(score, 4))
             if score <= self.best_score:
                 return
@@ -569,6 +575,8 @@ def optimize(
                 "prompt_tokens": _total_usage(usage).prompt_tokens,
                 "completion_tokens": _total_usage(usage).completion_tokens,
                 "wall_s": round(time.monotonic() - started, 1),
+                "search_score": best.best_score,
+                "candidate_scores": best.scores,
                 **notes,
             },
         )
@@ -589,8 +597,7 @@ def optimize(
     _say(progress, f"dev before: edge-F1 {before.edge_f1:.3f}, mean episode F1 {before.mean_f1:.3f}")
 
     def checkpoint(program: dspy.Module, score: float) -> None:
-        notes = {"search_score": score, "candidate_scores": best.scores}
-        save(program, out_dir, manifest_for(program, "interrupted", None, **notes))
+        save(program, out_dir, manifest_for(program, "interrupted", None))
         _say(progress, f"new best on dev (mean episode F1 {score:.3f}); saved to {out_dir}")
 
     best = BestTracker([e.id for e in dev_split.episodes], student.deepcopy(), before.mean_f1, checkpoint)
@@ -613,14 +620,7 @@ def optimize(
         save(
             best.best,
             out_dir,
-            manifest_for(
-                best.best,
-                status,
-                None,
-                search_score=best.best_score,
-                candidate_scores=best.scores,
-                error=error,
-            ),
+            manifest_for(best.best, status, None, error=error),
         )
         _say(progress, f"{status}; the best program so far is saved to {out_dir}")
         raise
@@ -642,14 +642,7 @@ def optimize(
                 program, dev_split.episodes, workers=workers, progress=progress, label="dev after"
             )
     usage["after"] = _phase_usage(meter, tracker)
-    manifest = manifest_for(
-        program,
-        status,
-        after,
-        search_score=best.best_score,
-        candidate_scores=best.scores,
-        **({"error": error} if error else {}),
-    )
+    manifest = manifest_for(program, status, after, **({"error": error} if error else {}))
     save(program, out_dir, manifest)
     return OptimizeReport(
         out_dir=out_dir,
@@ -661,7 +654,6 @@ def optimize(
         usage=usage,
         budget=budget,
         wall_s=time.monotonic() - started,
-        candidates=best.candidates,
         candidate_scores=list(best.scores),
         error=error,
     )

@@ -11,7 +11,7 @@ from typing import Final
 
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args
-from edgewise.programs import resolve_program
+from edgewise.programs import add_open_types_argument, resolve_program
 from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final = ("train", "dev", "test", "smoke")
@@ -92,12 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0,
         help="seed of the --limit sample and of the bootstrap intervals (default 0). Example: --seed 7",
     )
-    parser.add_argument(
-        "--open-types",
-        action="store_true",
-        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
-        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
-    )
+    add_open_types_argument(parser)
     parser.add_argument(
         "--reflexion-rounds",
         type=int,

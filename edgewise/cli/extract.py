@@ -26,7 +26,7 @@ from edgewise.jsonl import (
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.faults import episode_scope, failure_reason
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm, redact
-from edgewise.programs import resolve_program
+from edgewise.programs import add_open_types_argument, resolve_program
 from edgewise.signatures.types import ExtractionResult
 
 HELP = "extract edges from JSONL episodes"
@@ -88,12 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         help="rounds of missed-fact review (default: the program's own, 0 for default). Example: --reflexion-rounds 1",
     )
-    parser.add_argument(
-        "--open-types",
-        action="store_true",
-        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
-        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
-    )
+    add_open_types_argument(parser)
     parser.add_argument(
         "--workers",
         type=int,

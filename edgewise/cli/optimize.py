@@ -9,6 +9,7 @@ from pathlib import Path
 
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm
 from edgewise.optimize.run import AUTO_LEVELS, DEFAULT_DEMO_THRESHOLD, OPTIMIZERS, optimize
+from edgewise.programs import add_open_types_argument
 
 HELP = "compile a tuned program (instructions and demos) and save it"
 DESCRIPTION = """Tune the edge extractor's instructions and few-shot demos for one model with a DSPy optimizer,
@@ -84,12 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "included) and keep the best program found; the dev scoring before and after is not counted. "
         "Example: --budget 500",
     )
-    parser.add_argument(
-        "--open-types",
-        action="store_true",
-        help="compile a program that may write relationship types outside the episode's edgeTypes, as the "
-        "seed prompt allows (default: only the listed types on a self-hosted server). Example: --open-types",
-    )
+    add_open_types_argument(parser)
     parser.add_argument(
         "--reflexion-rounds",
         type=int,
