@@ -94,7 +94,7 @@ class EdgeExtractor(dspy.Module):
                 if not missing:
                     break
                 raw = raw + self._extract(inputs, missing, usage, warnings)
-        edges, cleanup_warnings = postprocess(raw, episode)
+        edges, cleanup_warnings = postprocess(raw, episode, closed_types=self.closed_types)
         warnings.extend(cleanup_warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
         return result_prediction(

@@ -2,7 +2,9 @@
 
 Every rule here is a pure function of (raw edges, episode); each edge it drops or changes produces an
 `ExtractionWarning`, so nothing disappears silently. Both the compiled program and the seed baseline
-go through the same `postprocess`, so benchmarks compare prompts, not cleanup.
+go through the same `postprocess`, so benchmarks compare prompts, not cleanup. Names are always
+closed (only the episode's entities); types are closed on request (`closed_types`), here and not
+only in a decoding grammar, because a hosted model is never sent one and a server may ignore it.
 """
 
 from __future__ import annotations
@@ -86,8 +88,16 @@ def _warn(code: str, message: str, raw: ExtractedEdge) -> ExtractionWarning:
     return ExtractionWarning(code=code, message=message, edge=raw.model_dump())
 
 
-def _clean_one(raw: ExtractedEdge, index: EntityIndex, warnings: list[ExtractionWarning]) -> Edge | None:
-    """Apply the per-edge rules; None means the edge was dropped (with a warning said why)."""
+def _clean_one(
+    raw: ExtractedEdge,
+    index: EntityIndex,
+    allowed_types: frozenset[str] | None,
+    warnings: list[ExtractionWarning],
+) -> Edge | None:
+    """Apply the per-edge rules; None means the edge was dropped (with a warning said why).
+
+    `allowed_types` (SCREAMING_SNAKE_CASE) closes the type vocabulary; None leaves it open.
+    """
     source = index.resolve(raw.sourceEntityName)
     target = index.resolve(raw.targetEntityName)
     for given, resolved in ((raw.sourceEntityName, source), (raw.targetEntityName, target)):
@@ -105,6 +115,13 @@ def _clean_one(raw: ExtractedEdge, index: EntityIndex, warnings: list[Extraction
     relationship_type = to_screaming_snake(raw.relationshipType)
     if not relationship_type:
         warnings.append(_warn("empty_type", f"dropped: no usable type in {raw.relationshipType!r}", raw))
+        return None
+    if allowed_types is not None and relationship_type not in allowed_types:
+        warnings.append(
+            _warn(
+                "unknown_type", f"dropped: {raw.relationshipType!r} is not one of the RELATIONSHIP TYPES", raw
+            )
+        )
         return None
     if relationship_type != raw.relationshipType:
         warnings.append(
@@ -195,14 +212,31 @@ def _dedupe(
     return list(kept.values())
 
 
+def allowed_types(episode: Episode, *, closed_types: bool) -> frozenset[str] | None:
+    """The relationship types an edge may have: the episode's edgeTypes when closed and listed, else any.
+
+    Compared in SCREAMING_SNAKE_CASE, so a model's "works at" still matches a listed WORKS_AT.
+    """
+    if not closed_types or not episode.edge_types:
+        return None
+    return frozenset(to_screaming_snake(edge_type.name) for edge_type in episode.edge_types)
+
+
 def postprocess(
-    raw_edges: list[ExtractedEdge], episode: Episode
+    raw_edges: list[ExtractedEdge], episode: Episode, *, closed_types: bool = False
 ) -> tuple[list[Edge], list[ExtractionWarning]]:
-    """Turn a model's raw edges into clean edges between the episode's entities, with warnings."""
+    """Turn a model's raw edges into clean edges between the episode's entities, with warnings.
+
+    With `closed_types` an edge whose type is not one of the episode's edgeTypes (when it lists
+    any) is dropped with an `unknown_type` warning, as an edge to an unknown entity is. The default
+    leaves types open, as the seed prompt does (its baselines run verbatim); `EdgeExtractor` passes
+    its own `closed_types`, which is on unless `--open-types`.
+    """
     warnings: list[ExtractionWarning] = []
     index = EntityIndex([entity.name for entity in episode.entities])
+    types = allowed_types(episode, closed_types=closed_types)
     symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
-    cleaned = [edge for raw in raw_edges if (edge := _clean_one(raw, index, warnings)) is not None]
+    cleaned = [edge for raw in raw_edges if (edge := _clean_one(raw, index, types, warnings)) is not None]
     ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
     return _dedupe(ordered, symmetric, warnings), warnings
 

@@ -203,3 +203,43 @@ def test_attribute_strings_are_capped_and_nulls_dropped():
 
 def test_name_key_folds_case_space_diacritics():
     assert name_key("  Zoë   Saldaña ") == "zoe saldana"
+
+
+def _typed_episode(types: list[str]) -> Episode:
+    return Episode(
+        episode_content="Alice runs the Acme wiki.",
+        entities=[{"name": "Alice"}, {"name": "Acme"}],
+        reference_time="2025-04-30T12:00:00Z",
+        edge_types=[{"name": name} for name in types],
+    )
+
+
+def test_closed_types_drop_an_off_list_type_with_a_warning_naming_it():
+    raw = [_raw("Alice", "ADMIN_OF", "Acme"), _raw("Alice", "works at", "Acme")]
+    edges, warnings = postprocess(raw, _typed_episode(["WORKS_AT"]), closed_types=True)
+    assert [e.relationship_type for e in edges] == ["WORKS_AT"]  # a respelled listed type still counts
+    assert _codes(warnings) == ["unknown_type", "type_renamed"]
+    assert "'ADMIN_OF' is not one of the RELATIONSHIP TYPES" in warnings[0].message
+    assert warnings[0].edge is not None and warnings[0].edge["relationshipType"] == "ADMIN_OF"
+
+
+def test_open_types_and_episodes_without_a_type_list_keep_any_type():
+    raw = [_raw("Alice", "ADMIN_OF", "Acme")]
+    assert len(postprocess(raw, _typed_episode(["WORKS_AT"]), closed_types=False)[0]) == 1
+    assert len(postprocess(raw, _typed_episode([]), closed_types=True)[0]) == 1
+
+
+def test_a_hosted_model_sent_no_vocabulary_still_gets_only_listed_types(scripted_lm):
+    """No api_base: the request carries no enum, so only post-processing can hold the type list."""
+    import dspy
+    from fakes import edge, edges_reply
+
+    from edgewise.modules.extractor import EdgeExtractor
+
+    reply = edges_reply(edge("Alice", "ADMIN_OF", "Acme", "Alice runs the Acme wiki."))
+    episode = _typed_episode(["WORKS_AT"])
+    with dspy.context(lm=scripted_lm([reply, reply]), adapter=dspy.JSONAdapter()):
+        closed = EdgeExtractor()(episode).result
+        opened = EdgeExtractor(closed_types=False)(episode).result
+    assert closed.edges == [] and [w.code for w in closed.warnings] == ["unknown_type"]
+    assert [e.relationship_type for e in opened.edges] == ["ADMIN_OF"]
