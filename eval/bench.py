@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import random
 import sys
 import time
@@ -28,13 +27,15 @@ from contextlib import AbstractContextManager, ExitStack, closing, contextmanage
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Final, Literal
+from typing import Final, Literal
 
 import dspy
 from pydantic import BaseModel, Field
 
+from edgewise.eval.episode_log import EpisodeLog
+from edgewise.eval.html_report import write_html
 from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
-from edgewise.eval.report import ERRORS_JSONL, error_line, markdown_table, write_reports, write_results_json
+from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
@@ -321,7 +322,7 @@ def _extract_one(program: dspy.Module, job: _Job) -> _Outcome:
     return _Outcome(result, error, latency, calls, prompt, completion)
 
 
-def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, errors: IO[str]) -> None:
+def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, log: EpisodeLog) -> None:
     if isinstance(outcome, Exception):  # the worker itself failed; keep the episode, with no usage
         outcome = _Outcome(None, outcome, 0.0, 0, 0, 0)
     result = outcome.result
@@ -357,9 +358,7 @@ def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, 
             state.usage[step] = state.usage.get(step, StepUsage()) + spent
     state.summary.episodes.append(run)
     state.scores.append(score)
-    line = error_line(state.summary.model, state.summary.program, run, score, result)
-    if line is not None:
-        errors.write(line)
+    log.record(state.summary.model, state.summary.program, job.labeled, run, score, result)
 
 
 def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
@@ -438,9 +437,11 @@ def run_bench(
     `programs` maps the name shown in the report to a ready program (`edgewise.programs.resolve_program`
     builds them from names); `reflexion_rounds` and `open_types` only record how they were built.
 
-    `out_dir` receives `results.md` (the table), `results.json`, `plot.png` and `errors.jsonl`
-    (written as episodes finish, flushed after each run); `results.json` is also rewritten after each model x program, so
-    even a killed bench leaves the finished runs. `lm_factory(config)` is a context manager yielding
+    `out_dir` receives `results.md` (the table), `results.json`, `plot.png`, `results.html` (the
+    page to read errors in) and the per-episode files `episodes.jsonl`, `predictions.jsonl` and
+    `errors.jsonl` (written as episodes finish, flushed after each run); `results.json` and
+    `results.html` are also rewritten after each model x program, so even a killed bench leaves the
+    finished runs. `lm_factory(config)` is a context manager yielding
     the LM (default: `open_lm`, which starts the local server for `local` models); DSPy's cache is
     off for every LM either way. `seed` fixes the bootstrap resamples. Raises `BenchInterrupted`
     (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing what was done.
@@ -476,17 +477,15 @@ def run_bench(
         data=summarize_data(episodes),
     )
     jobs = [_Job(labeled, labeled.episode()) for labeled in episodes]
-    errors_path = out_path / ERRORS_JSONL if out_path is not None else Path(os.devnull)
-    with open(errors_path, "w", encoding="utf-8") as errors:
+    with EpisodeLog(out_path, episodes) as log:
         try:
-            _run_models(
-                report, models, resolved, jobs, lm_factory, errors, workers=workers, progress=progress
-            )
+            _run_models(report, models, resolved, jobs, lm_factory, log, workers=workers, progress=progress)
         except _Interrupted as interrupted:
             cut = interrupted.state
             if cut is not None and not any(run is cut.summary for run in report.runs):
                 report.runs.append(_finish(cut, seed=seed, complete=False))
             report.partial = True
+            log.flush()  # the page reads the cut run's predictions back
             _write(report, out_path)
             raise BenchInterrupted(report) from None
     _write(report, out_path)
@@ -507,7 +506,7 @@ def _run_models(
     programs: dict[str, dspy.Module],
     jobs: list[_Job],
     lm_factory: LMFactory,
-    errors: IO[str],
+    log: EpisodeLog,
     *,
     workers: int,
     progress: bool,
@@ -550,11 +549,13 @@ def _run_models(
                         ),
                         config,
                     )
-                    _run_program(state, program, jobs, workers=workers, progress=progress, errors=errors)
+                    _run_program(state, program, jobs, workers=workers, progress=progress, log=log)
                     report.runs.append(_finish(state, seed=report.seed, complete=True))
                     state = None
                     if out_path is not None:
-                        write_results_json(report.model_copy(update={"partial": True}), out_path)
+                        so_far = report.model_copy(update={"partial": True})
+                        write_results_json(so_far, out_path)
+                        write_html(so_far, out_path, plot=False)
     except KeyboardInterrupt:
         raise _Interrupted(state) from None
 
@@ -566,7 +567,7 @@ def _run_program(
     *,
     workers: int,
     progress: bool,
-    errors: IO[str],
+    log: EpisodeLog,
 ) -> None:
     from tqdm import tqdm
 
@@ -579,14 +580,15 @@ def _run_program(
         closing(iter_concurrently(extract, jobs, workers=workers)) as outcomes,
     ):
         for job, outcome in outcomes:
-            _record_episode(state, job, outcome, errors)
+            _record_episode(state, job, outcome, log)
             bar.update(1)
             if state.summary.failure_reasons:
                 bar.set_postfix(failed=sum(state.summary.failure_reasons.values()), refresh=False)
-    errors.flush()  # per run, not per line: a line-by-line flush costs more than scoring the episode
+    log.flush()  # per run, not per line: a line-by-line flush costs more than scoring the episode
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:
     if out_path is None:
         return
-    write_reports(report, out_path)
+    written = write_reports(report, out_path)
+    write_html(report, out_path, plot="plot" in written)

@@ -159,7 +159,7 @@ def markdown_table(report: BenchReport) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Write beside the target and rename, so a reader (or a kill) never sees half a file."""
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_bytes(data)
@@ -168,7 +168,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def write_results_json(report: BenchReport, out_dir: Path) -> Path:
     path = out_dir / RESULTS_JSON
-    _write_atomic(path, report.model_dump_json(indent=2).encode())
+    write_atomic(path, report.model_dump_json(indent=2).encode())
     return path
 
 
@@ -226,7 +226,7 @@ def write_reports(report: BenchReport, out_dir: Path) -> dict[str, Path]:
     """`results.md`, `results.json` and `plot.png` (when there is something to plot) in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"table": out_dir / RESULTS_MD}
-    _write_atomic(written["table"], markdown_table(report).encode())
+    write_atomic(written["table"], markdown_table(report).encode())
     written["results"] = write_results_json(report, out_dir)
     plot = write_plot(report, out_dir)
     if plot is not None:
