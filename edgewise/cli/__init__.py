@@ -14,7 +14,7 @@ from typing import Final
 
 import edgewise._offline  # noqa: F401
 
-SUBCOMMANDS: Final = ("extract", "optimize", "bench", "data", "serve", "local_model")
+SUBCOMMANDS: Final = ("extract", "optimize", "bench", "report", "data", "serve", "local_model")
 
 EPILOG: Final = """examples:
   edgewise extract --input episodes.jsonl --output edges.jsonl          # offline, local model
