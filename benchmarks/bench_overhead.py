@@ -1,10 +1,10 @@
 """What `edgewise bench` itself costs per episode, against a mock OpenAI-compatible server that answers at once.
 
 The bench's own overhead is the wall time of `run_bench` minus the time spent inside the programs'
-calls (the extraction a user runs anyway): scoring, per-episode records, errors.jsonl, progress,
-bootstrap intervals, results.json, the table and the plot. With one worker the episodes run one after
-another, so the program time is the sum of the per-episode latencies the bench records, and the split
-below adds up. The program time itself is split into the LM call (DSPy's LM layer, the HTTP client,
+calls (the extraction a user runs anyway): scoring, per-episode records, errors.jsonl and
+predictions.jsonl, progress, bootstrap intervals, results.json, the table, the plot and results.html.
+With one worker the episodes run one after another, so the program time is the sum of the
+per-episode latencies the bench records, and the split below adds up. The program time itself is split into the LM call (DSPy's LM layer, the HTTP client,
 the mock's serving, all in this process), DSPy's adapter formatting and parsing (the `default` program
 only; `seed` sends fixed messages) and the rest (post-processing, module dispatch).
 
@@ -186,9 +186,10 @@ def measure(
     config = LMConfig(model="mock", api_base=server.api_base, num_retries=0)
     factory = _scripted_lm if scripted else None
     reports: dict[str, float] = {}
-    originals = bench_module.write_reports, bench_module.write_results_json
+    originals = bench_module.write_reports, bench_module.write_results_json, bench_module.write_html
     bench_module.write_reports = _timed(originals[0], reports, "reports")
     bench_module.write_results_json = _timed(originals[1], reports, "reports")
+    bench_module.write_html = _timed(originals[2], reports, "reports")
     timer.totals = dict.fromkeys(timer.totals, 0.0)
     server.serve_s = 0.0
     try:
@@ -206,7 +207,7 @@ def measure(
             )
             wall = time.perf_counter() - started
     finally:
-        bench_module.write_reports, bench_module.write_results_json = originals
+        bench_module.write_reports, bench_module.write_results_json, bench_module.write_html = originals
     (run,) = report.runs
     if run.failed_episodes or run.episodes_done != n:
         raise RuntimeError(f"{program}: {run.failed_episodes} failed episodes: {run.failure_reasons}")
@@ -279,7 +280,7 @@ def main() -> int:
                 f"  bench's own overhead     {median['bench_own']:7.3f}   (goal < {GOAL_MS} ms)\n"
                 f"    scoring, records, errors.jsonl, threads, aggregate, bootstrap  "
                 f"{median['bench_per_episode']:7.3f}\n"
-                f"    report files (results.json, results.md, plot.png)              "
+                f"    report files (results.json, results.md, plot.png, results.html) "
                 f"{median['bench_reports']:7.3f}\n"
                 f"  bench's own overhead per run: {', '.join(format(run['bench_own'], '.3f') for run in runs)}"
             )
