@@ -155,9 +155,12 @@ def _name(name: str, colors: Mapping[str, int]) -> str:
 
 def _edge_body(edge: Edge, colors: Mapping[str, int], wrong: Iterable[str] = ()) -> str:
     fact = f'<q class="fact">{_e(edge.fact)}</q>' if edge.fact else ""
+    attributes = "".join(
+        f'<span class="attr">{_e(name)}={_e(value)}</span>' for name, value in edge.attributes.items()
+    )
     return (
         f'{_name(edge.source_entity_name, colors)} <span class="rel">{_e(edge.relationship_type)}</span> '
-        f"{_name(edge.target_entity_name, colors)} {_dates(edge, wrong)}{fact}"
+        f"{_name(edge.target_entity_name, colors)} {_dates(edge, wrong)}{attributes}{fact}"
     )
 
 
@@ -375,7 +378,8 @@ th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}thead th{background:#f2f2f
 #filters{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;border-radius:4px;padding:8px;
 z-index:2;margin:12px 0}#filters label{margin-right:10px;white-space:nowrap}#f-count{font-weight:600}
 .legend{margin-top:6px}
-.episode{border-top:2px solid #ddd;padding:6px 0 10px;content-visibility:auto;contain-intrinsic-size:auto 420px}
+.episode{border-top:2px solid #ddd;padding:6px 0 10px;content-visibility:auto;contain-intrinsic-size:auto 420px;
+scroll-margin-top:120px}
 .episode h3{font-size:15px;margin:6px 0}.episode h3 a{color:inherit}
 .source,.tag,.f1{font-size:11px;font-weight:400;background:#eee;border-radius:3px;padding:1px 5px;margin-left:6px}
 .tag{background:#fde2c8}.text{white-space:pre-wrap;background:#fcfcf7;border:1px solid #eee;padding:6px 8px;
@@ -386,7 +390,8 @@ margin:4px 0}
 ol{margin:0;padding-left:20px}.edge{margin:3px 0;padding:2px 4px;border-left:4px solid transparent}
 .rel{font-family:ui-monospace,monospace;font-size:12px}.fact{display:block;color:#444;font-style:italic}
 .fact::before,.fact::after{content:""}.dates{font-size:11px;color:#555;margin-left:4px}
-.bad{color:#b00020;font-weight:600}.gid{font-weight:600;color:#555}.aliases{font-size:11px;color:#555}
+.bad{color:#b00020;font-weight:600}.attr{font-size:11px;background:#f1f1f1;border-radius:3px;padding:0 4px;
+margin-left:4px}.gid{font-weight:600;color:#555}.aliases{font-size:11px;color:#555}
 .verdict{font-size:11px;font-weight:600;text-transform:uppercase;margin-right:4px}
 .chips{display:block}.chip{display:inline-block;font-size:11px;border-radius:3px;padding:0 5px;margin:1px 3px 1px 0;
 border:1px solid rgba(0,0,0,.15)}
