@@ -26,9 +26,11 @@ from test_metric import episode, episodes, gold, pred, pred_edges
 
 from edgewise.cli import build_parser, main
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench, score_episode
-from edgewise.eval.episode_log import judge_edges, read_predictions
+from edgewise.eval.episode_log import EpisodePrediction, JudgedEdge, judge_edges, read_predictions
 from edgewise.eval.html_report import (
     RESULTS_HTML,
+    Run,
+    episode_section,
     episode_tokens,
     find_mentions,
     highlight_mentions,
@@ -514,3 +516,22 @@ def test_bench_against_the_mock_server_writes_results_html(tmp_path: Path) -> No
     assert len(sections) == 4 and all(s["data-runs"] == "r0 r1" for s in sections)
     assert "r0:reversed" in sections[1]["data-v"] and "r0:wrongDate" in sections[2]["data-v"]
     assert {"episodes.jsonl", "predictions.jsonl", "errors.jsonl"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_an_edge_attribute_is_shown_and_escaped() -> None:
+    ep = episode([gold("Alice", "WORKS_AT", "Acme")])
+    judged = JudgedEdge(
+        relationship_type="WORKS_AT",
+        source_entity_name="Alice",
+        target_entity_name="Acme",
+        fact="",
+        attributes={"role": "<b>CTO</b>"},
+        verdict="matched",
+    )
+    line = EpisodePrediction(
+        model="m", program="p", id="e1", source="news", status="ok", f1=1.0, tp=1, fp=0, fn=0,
+        edges=[judged], gold=["matched"],
+    )  # fmt: skip
+    section = episode_section(1, ep, [Run("r0", "m", "p", "p")], {"r0": line})
+    assert '<span class="attr">role=&lt;b&gt;CTO&lt;/b&gt;</span>' in section
+    assert 'data-v="r0:matched *:matched"' in section and 'data-runs="r0"' in section
