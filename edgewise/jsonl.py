@@ -4,23 +4,29 @@ Input lines are read as bytes so that invalid UTF-8 becomes an error line for th
 of the run. Output lines are written whole with one `write` and flushed, so after a kill the file is
 valid JSONL up to a possibly cut last line, which `resume_point` drops before a run continues. Output
 line n always answers input line n (its "line" field says so), which is what makes resuming exact:
-no input is lost and none is answered twice.
+no input is lost and none is answered twice. A results file is claimed (`claim_output`) before it is
+changed: never the input itself, never while another run writes it, never emptied before the run
+has started.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.signatures.types import Episode, ExtractionResult
+from edgewise.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
 
 
 class InputError(ValueError):
@@ -36,12 +42,14 @@ class InputError(ValueError):
 
 
 class InputLine(NamedTuple):
-    """An input line: its number, the id it carries (if any), and its episode or why it has none."""
+    """An input line: its number, the id it carries (if any), its episode or why it has none, and
+    the warnings its result carries (unknown fields that were ignored)."""
 
     line: int
     id: str | None
     episode: Episode | None
     error: InputError | None
+    warnings: tuple[ExtractionWarning, ...] = ()
 
 
 def field_path(location: tuple[int | str, ...]) -> str:
@@ -78,17 +86,24 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
         return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
     fields = {key: value for key, value in data.items() if key in _EPISODE_KEYS}
+    unknown = [key for key in data if key not in _EPISODE_KEYS and key != "id"]
     try:
-        return InputLine(line, line_id, Episode.model_validate(fields), None)
+        episode = Episode.model_validate(fields)
     except ValidationError as error:
         return InputLine(line, line_id, None, validation_error(source, line, error))
     except RecursionError:
         return InputLine(line, line_id, None, InputError(source, line, None, "nesting too deep"))
+    if not episode.entities:
+        problem = no_entities_message(ENTITIES_FIELD, unknown)
+        return InputLine(line, line_id, None, InputError(source, line, ENTITIES_FIELD, problem))
+    warnings = (ignored_field_warning(f"line {line}", unknown),) if unknown else ()
+    return InputLine(line, line_id, episode, None, warnings)
 
 
 _EPISODE_KEYS = frozenset(
     alias for name, field in Episode.model_fields.items() for alias in (name, field.alias) if alias
 )
+ENTITIES_FIELD = "entities"
 
 
 def read_episode_lines(stream: IO[bytes], source: str, *, skip: int = 0) -> Iterator[InputLine]:
@@ -99,6 +114,8 @@ def read_episode_lines(stream: IO[bytes], source: str, *, skip: int = 0) -> Iter
 
 
 def result_record(item: InputLine, result: ExtractionResult) -> dict[str, Any]:
+    if item.warnings:
+        result = result.model_copy(update={"warnings": [*item.warnings, *result.warnings]})
     return {"id": item.id, "line": item.line, **result.to_json_dict()}
 
 
@@ -106,13 +123,20 @@ def error_record(item: InputLine, kind: str, error: dict[str, Any]) -> dict[str,
     return {"id": item.id, "line": item.line, "error": {"kind": kind, **error}}
 
 
+# Characters that some line splitters (Python's str.splitlines, editors) take as line ends, which
+# json.dumps leaves raw inside strings: written as JSON escapes, one record stays one line for all.
+_LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def encode_record(record: dict[str, Any]) -> bytes:
     """One output line as UTF-8 bytes, newline included.
 
     A lone surrogate in a model's reply (a `\\ud800` escape it produced) is written back as that
-    same JSON escape, so the line stays valid JSON and valid UTF-8 instead of failing the run.
+    same JSON escape, so the line stays valid JSON and valid UTF-8 instead of failing the run. Other
+    characters that some readers treat as a line end (U+0085, U+2028, U+2029) are escaped as well.
     """
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+    text = json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKS)
+    return (text + "\n").encode("utf-8", "backslashreplace")
 
 
 def write_record(stream: IO[str] | IO[bytes], record: dict[str, Any]) -> None:
@@ -132,15 +156,23 @@ class ResumeError(ValueError):
     """The output file cannot be continued: it was not written by one `edgewise extract` run."""
 
 
-def resume_point(path: Path) -> int:
+class ResumePoint(NamedTuple):
+    """Where a resumed run continues: the complete lines already written, and their error lines by reason."""
+
+    lines: int
+    failed: Counter[str]
+
+
+def resume_point(path: Path) -> ResumePoint:
     """How many output lines are complete; a cut last line is removed so appending stays valid JSONL.
 
     Only the last line can be cut by a kill. A broken line before it, or a line whose "line" field is
     not its own position, means the file was edited or written by two runs at once: that is a
     `ResumeError`, never a silent truncation that would lose the lines after it.
     """
+    failed: Counter[str] = Counter()
     if not path.exists():
-        return 0
+        return ResumePoint(0, failed)
     keep, count = 0, 0
     with open(path, "rb") as handle:
         for raw in handle:
@@ -159,13 +191,99 @@ def resume_point(path: Path) -> int:
                     f"{path} line {count + 1}: answers input line {position!r}, not {count + 1}; the file was not "
                     "written by one edgewise extract run, so it cannot be resumed"
                 )
+            if isinstance(record.get("error"), dict):
+                failed[str(record["error"].get("reason"))] += 1
             keep += len(raw)
             count += 1
     if keep != path.stat().st_size:
         with open(path, "r+b") as handle:
             handle.truncate(keep)
             os.fsync(handle.fileno())
-    return count
+    return ResumePoint(count, failed)
+
+
+class OutputClaimError(ValueError):
+    """The results file may not be written: it is the input, or another run is writing it."""
+
+
+def file_identity(target: Path | int) -> tuple[int, int] | None:
+    """(device, inode) of the regular file at a path or behind an open descriptor; None for anything else.
+
+    Pipes, terminals and /dev/null are not files that hold results, so only regular files compare.
+    """
+    try:
+        info = os.stat(target)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def refuse_same_file(source: Path | int | None, target: Path | int | None, what: str) -> None:
+    """Raise `OutputClaimError` when the results would go into the very file the episodes are read from.
+
+    Compared by device and inode, so a second name, a symlink or a hard link of the input is caught,
+    and so are shell redirections (`< in.jsonl >> in.jsonl`) given as descriptors. Writing there
+    would truncate the input before it is read, or read back the results as new input forever.
+    """
+    if source is None or target is None:
+        return
+    identity = file_identity(source)
+    if identity is not None and identity == file_identity(target):
+        raise OutputClaimError(f"{what}: the output is the input file; write the results to another file")
+
+
+class ClaimedOutput:
+    """A results file held for one run with an exclusive `fcntl.flock` on the file itself.
+
+    The lock sits on the results file, not on a sidecar lock file: nothing is left behind after a
+    kill (the kernel drops the lock with the process) and a renamed file keeps its lock. Claiming
+    changes nothing in the file; `begin` empties it (or, when resuming, drops only a cut last line)
+    once the run has started, and a file the claim created is removed again if the run never started.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.created = not path.exists()
+        self.started = False
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        # Unbuffered binary appends: each record reaches the file in one write, at once.
+        self.stream: IO[bytes] = os.fdopen(descriptor, "ab", buffering=0)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.stream.close()
+            raise OutputClaimError(
+                f"{path} is being written by another edgewise extract run (it holds the file's lock); "
+                "wait for that run to end, or write to another --output"
+            ) from None
+
+    def begin(self, *, resume: bool) -> ResumePoint:
+        """The run has started: keep the complete lines (`resume`) or empty the file."""
+        if resume:
+            point = resume_point(self.path)
+        else:
+            os.ftruncate(self.stream.fileno(), 0)
+            point = ResumePoint(0, Counter())
+        self.started = True
+        return point
+
+    def close(self, *, failed: bool) -> None:
+        """Release the lock; a file this claim created for a run that never started is removed."""
+        if failed and self.created and not self.started and os.fstat(self.stream.fileno()).st_size == 0:
+            self.path.unlink(missing_ok=True)
+        self.stream.close()
+
+
+@contextmanager
+def claim_output(path: Path) -> Iterator[ClaimedOutput]:
+    """Hold `path` as this run's results file (see `ClaimedOutput`) until the block ends."""
+    claimed = ClaimedOutput(path)
+    try:
+        yield claimed
+    except BaseException:
+        claimed.close(failed=True)
+        raise
+    claimed.close(failed=False)
 
 
 @dataclass
@@ -174,7 +292,8 @@ class BatchSummary:
 
     `done` counts result lines; `parse_failures` how many of those had a reply the adapter could not
     parse even after its repair (their edges are empty for that step). `failed` counts error lines
-    by reason; `retries` counts model requests sent again after a fault, by fault reason.
+    by reason; `retries` counts model requests sent again after a fault, by fault reason. A resumed
+    run counts only its own lines; `resumed_after` and `resumed_failed` describe the lines it kept.
     """
 
     lines: int = 0
@@ -185,7 +304,13 @@ class BatchSummary:
     retried_episodes: int = 0
     requests: int = 0
     resumed_after: int = 0
+    resumed_failed: Counter[str] = field(default_factory=Counter)
     wall_s: float = 0.0
+
+    @property
+    def all_done(self) -> bool:
+        """Whether every line of the output, kept ones included, is a result (no error line)."""
+        return not sum(self.failed.values()) and not sum(self.resumed_failed.values())
 
     def add_retries(self, requests: int, retries: Counter[str]) -> None:
         self.requests += requests
@@ -205,6 +330,10 @@ class BatchSummary:
         if retried:
             retry += f" ({_counts(self.retries)})"
         resumed = f", resumed after {self.resumed_after} lines" if self.resumed_after else ""
+        if sum(self.resumed_failed.values()):
+            resumed += (
+                f" ({sum(self.resumed_failed.values())} of them failed: {_counts(self.resumed_failed)})"
+            )
         return f"{self.lines} lines in {self.wall_s:.1f} s{resumed}: {', '.join(parts)}; {retry}"
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -219,6 +348,7 @@ class BatchSummary:
             "retriedEpisodes": self.retried_episodes,
             "requests": self.requests,
             "resumedAfter": self.resumed_after,
+            "resumedFailed": dict(sorted(self.resumed_failed.items())),
             "wallSeconds": round(self.wall_s, 3),
         }
 

@@ -205,6 +205,11 @@ class EpisodeStats:
     """The model requests of one episode: how many, how many were retries and why, and its deadline.
 
     Set for the running episode by `episode_scope`; the LM adds to it from whichever thread sends.
+    The deadline runs from the start of the episode's first model request (`start_clock`), not from
+    the start of the episode: what comes before it is edgewise's own warm-up (the first episodes of a
+    run import and build LiteLLM's client and DSPy's adapter, which takes seconds), which says
+    nothing about the provider and would fail the first episodes of a run "after 0 model requests".
+    Every request, retry and wait of the episode counts from then on.
     """
 
     def __init__(
@@ -214,11 +219,18 @@ class EpisodeStats:
             raise ValueError(f"episode timeout must be > 0 seconds, got {timeout_s}")
         self.timeout_s = timeout_s
         self._clock = clock
-        self.started = clock()
-        self.deadline = None if timeout_s is None else self.started + timeout_s
+        self.started: float | None = None
+        self.deadline: float | None = None
         self.requests = 0
         self.retry_reasons: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    def start_clock(self) -> None:
+        """Start the deadline, once: called as the episode's first model request begins."""
+        with self._lock:
+            if self.started is None:
+                self.started = self._clock()
+                self.deadline = None if self.timeout_s is None else self.started + self.timeout_s
 
     @property
     def retries(self) -> int:
@@ -253,14 +265,17 @@ def current_stats() -> EpisodeStats | None:
 
 
 @contextmanager
-def episode_scope(timeout_s: float | None = None) -> Iterator[EpisodeStats]:
-    """Count the requests made inside this block, and hold them to a deadline `timeout_s` from now.
+def episode_scope(
+    timeout_s: float | None = None, *, clock: Callable[[], float] = time.monotonic
+) -> Iterator[EpisodeStats]:
+    """Count the requests made inside this block, and hold them to a deadline of `timeout_s` seconds
+    from the start of the first request (see `EpisodeStats` for why not from now).
 
     The deadline is checked before each request, before each backoff wait (a wait that would end
     past it fails at once) and, by the caller, once the episode is done: a result that arrives late
     is not used, so "over the deadline" always means "failed with reason deadline".
     """
-    stats = EpisodeStats(timeout_s)
+    stats = EpisodeStats(timeout_s, clock=clock)
     token = _CURRENT.set(stats)
     try:
         yield stats
@@ -271,6 +286,7 @@ def episode_scope(timeout_s: float | None = None) -> Iterator[EpisodeStats]:
 def _before_request(stats: EpisodeStats | None, limiter: TokenBucket | None) -> float:
     """Deadline check and rate-limit reservation; returns the seconds to wait before sending."""
     if stats is not None:
+        stats.start_clock()  # the first request starts the deadline; a rate-limit wait counts against it
         stats.check()
     wait = limiter.reserve() if limiter is not None else 0.0
     if stats is not None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 import edgewise._offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.modules.faults import (
@@ -28,6 +29,7 @@ from edgewise.modules.faults import (
     acall_with_retries,
     call_with_retries,
 )
+from edgewise.modules.flags import above, at_least
 from edgewise.modules.redaction import redact as redact_secrets
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
@@ -208,7 +210,31 @@ def bounded_response_format(
     return bounded
 
 
+def _check_provider(model: str, api_base: str | None) -> None:
+    """Refuse a model string LiteLLM cannot route, before any request (and before any output is touched).
+
+    LiteLLM's own check prints a "Provider List" banner on stdout, where `edgewise extract` writes
+    its JSONL; the banner goes to stderr instead and the failure becomes one `LMConfigError` line.
+    """
+    import litellm
+
+    try:
+        with redirect_stdout(sys.stderr):
+            litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception as error:  # LiteLLM raises BadRequestError (and others) on a string it cannot route
+        provider = model.split("/", 1)[0] if "/" in model else None
+        what = f"LiteLLM has no provider {provider!r}" if provider else "LiteLLM cannot tell its provider"
+        fix = (
+            f"for an OpenAI-compatible server write --model openai/{model}"
+            if api_base
+            else "use a LiteLLM model string such as openai/gpt-4o-mini, 'local' for the bundled model, "
+            "or --api-base URL for an OpenAI-compatible server"
+        )
+        raise LMConfigError(f"unknown model {model!r}: {what}; {fix}") from error
+
+
 def _check_credentials(config: LMConfig) -> None:
+    _check_provider(config.model, config.api_base)
     if config.api_key or config.api_base:
         return
     import litellm
@@ -307,19 +333,19 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
     )
     group.add_argument(
         "--temperature",
-        type=float,
+        type=at_least(0, whole=False),
         default=0.0,
         help="sampling temperature (default 0). Example: --temperature 0.2",
     )
     group.add_argument(
         "--max-tokens",
-        type=int,
+        type=at_least(1),
         default=1024,
         help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048",
     )
     group.add_argument(
         "--max-retries",
-        type=int,
+        type=at_least(0),
         default=3,
         help="retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx replies "
         "that are not JSON; exponential backoff with jitter, Retry-After honoured (default 3). "
@@ -327,7 +353,7 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
     )
     group.add_argument(
         "--retry-backoff",
-        type=float,
+        type=above(0),
         default=DEFAULT_BACKOFF_BASE_S,
         help="backoff scale in seconds when the provider gives no Retry-After: retry n waits between half and "
         f"all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s (default {DEFAULT_BACKOFF_BASE_S:g}). "
@@ -335,13 +361,13 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
     )
     group.add_argument(
         "--max-rps",
-        type=float,
+        type=above(0),
         help="at most this many model requests a second, retries included, shared by all workers "
         "(default: no limit). Example: --max-rps 5",
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=above(0),
         default=120.0,
         help="seconds per LM request (default 120). Example: --timeout 30",
     )
@@ -360,20 +386,44 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
         )
 
 
+# The flag that sets each LMConfig field, so that a value refused by the config names what to change.
+_FLAG_OF_FIELD: Final = {
+    "model": "--model",
+    "api_base": "--api-base",
+    "api_key": "--api-key",
+    "temperature": "--temperature",
+    "max_tokens": "--max-tokens",
+    "num_retries": "--max-retries",
+    "timeout_s": "--timeout",
+    "max_rps": "--max-rps",
+    "retry_base_s": "--retry-backoff",
+    "response_format": "--response-format",
+}
+
+
 def config_from_args(args: argparse.Namespace) -> LMConfig:
-    return LMConfig.from_env(
-        model=args.model,
-        api_base=args.api_base,
-        api_key=args.api_key,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        num_retries=args.max_retries,
-        timeout_s=args.timeout,
-        max_rps=getattr(args, "max_rps", None),
-        retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
-        response_format=args.response_format,
-        cache=not getattr(args, "no_cache", False),
-    )
+    """The `LMConfig` of the model flags; a value the config refuses is an `LMConfigError` naming its flag."""
+    try:
+        return LMConfig.from_env(
+            model=args.model,
+            api_base=args.api_base,
+            api_key=args.api_key,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            num_retries=args.max_retries,
+            timeout_s=args.timeout,
+            max_rps=getattr(args, "max_rps", None),
+            retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
+            response_format=args.response_format,
+            cache=not getattr(args, "no_cache", False),
+        )
+    except ValidationError as error:
+        fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]
+        problems = "; ".join(
+            f"{_FLAG_OF_FIELD.get(name, name)}: {detail['msg']}"
+            for name, detail in zip(fields, error.errors(), strict=True)
+        )
+        raise LMConfigError(problems) from None
 
 
 def redact(text: str, config: LMConfig | None) -> str:

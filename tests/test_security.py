@@ -253,7 +253,7 @@ def test_a_key_the_provider_echoes_never_reaches_output_stderr_or_logs(
         code = main(["extract", "-i", str(source), "-o", str(out), "--model", "openai/mock", "--api-base",
                      _api_base(echo_server), "--api-key", key, "--no-progress", "--no-cache", "--retry-backoff",
                      "0.01", "--max-retries", "2"])  # fmt: skip
-    assert code == 0
+    assert code == 2  # both lines failed (auth)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["error"]["reason"] for r in records] == ["auth", "auth"]
     assert "***" in records[0]["error"]["message"]  # the provider did echo it; it was masked

@@ -1,4 +1,11 @@
-"""The `edgewise` command: one entry point, one subcommand per job, each a thin layer over the API."""
+"""The `edgewise` command: one entry point, one subcommand per job, each a thin layer over the API.
+
+Exit status: 0 done; 1 nothing ran, or the command stopped on an error (a usage error, a
+configuration error such as a missing key, a file that cannot be read or written; one line on stderr
+says which); 130 interrupted (Ctrl-C, SIGTERM). Commands whose input lines can fail one by one add
+2: the batch ran to its end but some lines failed (`extract`: error lines in the output; `data
+validate`: problems in the file). The README's "batch contract" lists them.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import Final
+from typing import Final, NoReturn
 
 import edgewise._offline  # noqa: F401
 
 SUBCOMMANDS: Final = ("extract", "optimize", "bench", "report", "data", "serve", "local_model")
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+EXIT_SOME_FAILED: Final = 2
+EXIT_INTERRUPTED: Final = 130
 
 EPILOG: Final = """examples:
   edgewise extract --input episodes.jsonl --output edges.jsonl          # offline, local model
@@ -27,8 +39,21 @@ EPILOG: Final = """examples:
 Run `edgewise <command> --help` for every flag of a command."""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse whose usage errors exit with 1, "nothing ran", as every other error before a run does.
+
+    argparse's own status for them is 2, which here means "the batch ran and some lines failed"; a
+    script must be able to tell a mistyped flag from a partly failed batch. Subcommand parsers are
+    made from the same class (argparse's `add_subparsers` uses the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="edgewise",
         description="Knowledge-graph edge extraction as a compiled, measured DSPy program.",
         epilog=EPILOG,
@@ -74,17 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
     try:
         with terminate_as_interrupt():
-            return int(args.func(args) or 0)
+            return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("edgewise: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except (ValueError, RuntimeError, OSError) as error:
         print(f"edgewise: error: {error}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

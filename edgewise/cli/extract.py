@@ -7,24 +7,28 @@ import json
 import sys
 import time
 from collections import Counter
-from contextlib import ExitStack
+from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import dspy
 from tqdm import tqdm
 
+from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.jsonl import (
     BatchSummary,
     InputLine,
+    ResumePoint,
+    claim_output,
     error_record,
     read_episode_lines,
+    refuse_same_file,
     result_record,
-    resume_point,
     write_record,
 )
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.faults import episode_scope, failure_reason
+from edgewise.modules.flags import above, at_least
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm, redact
 from edgewise.programs import add_open_types_argument, resolve_program
 from edgewise.signatures.types import ExtractionResult
@@ -37,7 +41,10 @@ Each input line is an episode: {"id": ..., "episodeContent": ..., "previousEpiso
 Each output line carries the input's "id" and "line" and either the seed's {"edges": [...]} plus
 "warnings" and "usage", or an "error" object (kind, reason, line, field, message). Output keeps
 input order and each line is written as soon as it and every line before it are done, so --resume
-continues a stopped or killed run without losing or repeating an episode.
+continues a stopped or killed run without losing or repeating an episode. stdout carries only
+these lines. --output is never the input, is locked against a second run, and is emptied only once
+the model is ready. Exit status: 0 every line is a result, 2 some lines are errors, 1 nothing ran
+(usage, configuration or file error; the message is on stderr), 130 interrupted.
 
 Failed model requests (429, 5xx, timeouts, dropped connections, 2xx replies that are not JSON) are
 retried with exponential backoff and jitter (--max-retries, Retry-After honoured); an episode past
@@ -46,8 +53,7 @@ reason, retried model requests by reason."""
 
 EXAMPLES = """examples:
   edgewise extract --input episodes.jsonl --output edges.jsonl
-  echo '{"episodeContent": "Ana joined Acme in 2021.", "entities": [{"name": "Ana"}, {"name": "Acme"}],
-        "referenceTime": "2025-01-01T00:00:00Z"}' | edgewise extract --model openai/gpt-4o-mini
+  echo '{"episodeContent": "Ana joined Acme in 2021.", "entities": [{"name": "Ana"}, {"name": "Acme"}], "referenceTime": "2025-01-01T00:00:00Z"}' | edgewise extract --model openai/gpt-4o-mini
   edgewise extract --program runs/prog --input big.jsonl --output out.jsonl --workers 8 --resume
   edgewise extract -i big.jsonl -o out.jsonl --workers 16 --max-rps 10 --episode-timeout 120"""
 
@@ -85,13 +91,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--reflexion-rounds",
-        type=int,
+        type=at_least(0),
         help="rounds of missed-fact review (default: the program's own, 0 for default). Example: --reflexion-rounds 1",
     )
     add_open_types_argument(parser)
     parser.add_argument(
         "--workers",
-        type=int,
+        type=at_least(1),
         default=1,
         help="episodes extracted concurrently (default 1). Example: --workers 8",
     )
@@ -103,8 +109,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--episode-timeout",
-        type=float,
-        help="seconds one episode may take, retries and waits included; a later episode fails with reason "
+        type=above(0),
+        help="seconds one episode may take, counted from the start of its first model request (so the "
+        "run's own warm-up never counts), retries and waits included; a later episode fails with reason "
         '"deadline" (default: no limit). Example: --episode-timeout 120',
     )
     parser.add_argument(
@@ -155,13 +162,32 @@ def outcome_record(item: InputLine, outcome: EpisodeOutcome | Exception, config:
     )
 
 
+def _descriptor(stream: IO[Any]) -> int | None:
+    """The file descriptor behind a standard stream, or None when it has none (a test's StringIO)."""
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
+    """Extract every line; the exit status is 0 when every line is a result, 2 when some are errors.
+
+    The order is the batch contract's: flags, input and output checked, the program loaded, the
+    output claimed (locked, not yet changed), the model opened (key, provider, local server), and
+    only then the output emptied or resumed. Anything printed while the batch runs (LiteLLM's
+    banners, a library's debug print) goes to stderr: stdout carries only the result lines.
+    """
     if args.resume and args.output is None:
         raise ValueError("--resume needs --output (the file to continue)")
-    if args.workers < 1:
-        raise ValueError("--workers must be >= 1")
-    if args.episode_timeout is not None and not args.episode_timeout > 0:
-        raise ValueError("--episode-timeout must be > 0 seconds")
+    results_stream = sys.stdout
+    source_file = args.input or _descriptor(sys.stdin)
+    refuse_same_file(source_file, args.output or _descriptor(results_stream), "edgewise extract")
+    with redirect_stdout(sys.stderr):
+        return _run_batch(args, results_stream)
+
+
+def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
     program = resolve_program(
         args.baseline or args.program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types
@@ -171,20 +197,17 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         source = str(args.input) if args.input else "<stdin>"
         stream_in = stack.enter_context(open(args.input, "rb")) if args.input else sys.stdin.buffer
-        done = resume_point(args.output) if args.resume else 0
-        summary.resumed_after = done
-        # Unbuffered binary appends: each record reaches the file in one write, at once.
-        stream_out = (
-            stack.enter_context(open(args.output, "ab" if args.resume else "wb", buffering=0))
-            if args.output
-            else sys.stdout
-        )
+        claimed = stack.enter_context(claim_output(args.output)) if args.output else None
         lm = stack.enter_context(open_lm(config))
         stack.enter_context(lm_context(lm))
+        # The model is ready: from here on the run has started and the output may change.
+        resumed = claimed.begin(resume=args.resume) if claimed else ResumePoint(0, Counter())
+        summary.resumed_after, summary.resumed_failed = resumed.lines, resumed.failed
+        stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
         progress = stack.enter_context(
-            tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=done)
+            tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=resumed.lines)
         )
-        items = read_episode_lines(stream_in, source, skip=done)
+        items = read_episode_lines(stream_in, source, skip=resumed.lines)
         outcomes = iter_concurrently(
             lambda item: extract_episode(program, item, args.episode_timeout), items, workers=args.workers
         )
@@ -204,4 +227,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"edgewise extract: {summary.text()}", file=sys.stderr)
     if args.summary_json is not None:
         args.summary_json.write_text(json.dumps(summary.to_json_dict(), indent=2) + "\n")
-    return 0
+    return EXIT_OK if summary.all_done else EXIT_SOME_FAILED
