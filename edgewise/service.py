@@ -36,8 +36,9 @@ from dspy.utils.exceptions import (
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from edgewise.episode_fields import ignored_field_warning, no_entities_message
 from edgewise.modules.redaction import MIN_SECRET_CHARS, env_secrets, redact
-from edgewise.signatures.types import EdgeType, Entity, Episode, ExtractionResult, ExtractionWarning
+from edgewise.signatures.types import EdgeType, Episode, ExtractionResult, ExtractionWarning
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
     from fastapi import Depends, FastAPI, Request
@@ -314,8 +315,19 @@ class Health(BaseModel):
 
 
 def to_episode(request: ExtractRequest, *, max_entities: int) -> tuple[Episode, list[ExtractionWarning]]:
-    """The `Episode` a request describes, and warnings for the fields it ignored."""
+    """The `Episode` a request describes, and warnings for the fields it ignored.
+
+    A request without entities is refused (422 on `nodes`), as a JSONL line without them is: it
+    could only answer with no edges, which would hide a misnamed list. Field paths in errors are
+    the request's own camelCase names (`episodeContent`, `nodes[0].name`).
+    """
     nodes = request.node_list()
+    if not nodes:
+        problem = FieldProblem(
+            field=request.entity_field,
+            message=no_entities_message(request.entity_field, request.model_extra or {}),
+        )
+        raise invalid_request([problem])
     if len(nodes) > max_entities:
         problem = FieldProblem(
             field=request.entity_field,
@@ -324,27 +336,32 @@ def to_episode(request: ExtractRequest, *, max_entities: int) -> tuple[Episode, 
         raise invalid_request([problem])
     warnings: list[ExtractionWarning] = []
     if request.model_extra:
-        warnings.append(_ignored_warning("request", request.model_extra))
+        warnings.append(ignored_field_warning("request", request.model_extra))
     for position, node in enumerate(nodes):
         if node.model_extra:
-            warnings.append(_ignored_warning(f"{request.entity_field}[{position}]", node.model_extra))
+            warnings.append(ignored_field_warning(f"{request.entity_field}[{position}]", node.model_extra))
+    fields = {
+        "episodeContent": request.episode_content,
+        "previousEpisodes": list(request.previous_episodes),
+        "entities": [{"name": node.name, "type": node.type, "summary": node.summary} for node in nodes],
+        "referenceTime": request.reference_time,
+        "edgeTypes": list(request.edge_types or []),
+        "customPrompt": request.custom_prompt or "",
+    }
     try:
-        episode = Episode(
-            episode_content=request.episode_content,
-            previous_episodes=list(request.previous_episodes),
-            entities=[Entity(name=node.name, type=node.type, summary=node.summary) for node in nodes],
-            reference_time=request.reference_time,
-            edge_types=list(request.edge_types or []),
-            custom_prompt=request.custom_prompt or "",
-        )
+        episode = Episode.model_validate(fields)
     except ValidationError as error:
-        raise invalid_request(field_problems(error.errors(), drop_prefix=None)) from None
+        records = [
+            {**record, "loc": _request_location(tuple(record.get("loc") or ()), request.entity_field)}
+            for record in error.errors()
+        ]
+        raise invalid_request(field_problems(records, drop_prefix=None)) from None
     return episode, warnings
 
 
-def _ignored_warning(where: str, extra: dict[str, Any]) -> ExtractionWarning:
-    names = ", ".join(sorted(extra))
-    return ExtractionWarning(code="ignored_field", message=f"{where}: ignored unknown fields {names}")
+def _request_location(location: tuple[str | int, ...], entity_field: str) -> tuple[str | int, ...]:
+    """An `Episode` error location as the request names it: its entity list is `nodes` or `entities`."""
+    return (entity_field, *location[1:]) if location[:1] == ("entities",) else location
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -439,6 +456,39 @@ class _GuardMiddleware:
             headers={"Connection": "close"},
         )
         await error.response()(scope, receive, send)
+
+
+def json_bad_request_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol, answering a request its HTTP parser rejects with the JSON error shape.
+
+    A request line or header that h11 (or httptools) cannot parse, such as `Content-Length: abc`,
+    never reaches the app or `_GuardMiddleware`: uvicorn answers it with a plain-text 400 of its own.
+    This subclass of the protocol uvicorn would pick sends that 400 as an `ErrorResponse` instead
+    (reason `bad_request`), so every failure a client sees has one shape. It overrides uvicorn's
+    `send_400_response`, which both of its parsers call for exactly this case.
+    """
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class JsonBadRequestProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def send_400_response(self, msg: str) -> None:
+            error = ErrorBody(
+                status=400,
+                reason="bad_request",
+                message=f"{msg.rstrip('.')}: the request is not valid HTTP/1.1 (for example a Content-Length "
+                "that is not a number, or a malformed request line or header)",
+            )
+            body = json.dumps(ErrorResponse(error=error).model_dump(mode="json")).encode()
+            head = [b"HTTP/1.1 400 Bad Request\r\n"]
+            head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
+            head += [
+                b"content-type: application/json\r\n",
+                b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+                b"connection: close\r\n\r\n",
+            ]
+            self.transport.write(b"".join(head) + body)
+            self.transport.close()
+
+    return JsonBadRequestProtocol
 
 
 def _token_matches(header: str, token: str) -> bool:

@@ -190,6 +190,90 @@ def test_validation_errors_are_422_naming_the_field(change: dict[str, Any], fiel
 
 
 @pytest.mark.parametrize(
+    ("change", "field", "hint"),
+    [
+        ({"nodes": None}, "nodes", ""),
+        ({"nodes": []}, "nodes", ""),
+        ({"nodes": None, "entites": ["Alice", "Acme"]}, "nodes", "this episode has 'entites'"),
+        ({"nodes": None, "entities": []}, "entities", ""),
+    ],
+)
+def test_a_request_without_entities_is_422_as_a_jsonl_line_without_them_is(
+    change: dict[str, Any], field: str, hint: str
+) -> None:
+    request = {key: value for key, value in {**SEED_CONTEXT, **change}.items() if value is not None}
+    program = FakeProgram()
+    with _client(program) as client:
+        response = client.post("/v1/extract", json=request)
+    assert response.status_code == 422
+    [problem] = _error(response)["fields"]
+    assert problem["field"] == field
+    assert problem["message"].startswith("no entities: edges need at least two entities to connect")
+    assert hint in problem["message"]
+    assert program.seen == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("episodeContent", "a\ud800", "episodeContent"),
+        ("previousEpisodes", ["b\udfff"], "previousEpisodes[0]"),
+        ("customPrompt", "\ud800", "customPrompt"),
+    ],
+)
+def test_fields_are_named_in_camel_case_in_every_422(field: str, value: Any, named: str) -> None:
+    body = json.dumps({**SEED_CONTEXT, field: value})  # a lone surrogate: valid JSON, not valid Unicode
+    with _client() as client:
+        response = client.post("/v1/extract", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert [problem["field"] for problem in _error(response)["fields"]] == [named]
+
+
+def test_the_service_and_the_cli_warn_about_unknown_fields_with_one_helper() -> None:
+    from edgewise import episode_fields, jsonl, service
+
+    assert (
+        service.ignored_field_warning is jsonl.ignored_field_warning is episode_fields.ignored_field_warning
+    )
+
+
+def test_a_request_uvicorn_cannot_parse_gets_the_json_error_shape() -> None:
+    """`Content-Length: abc` is refused by uvicorn's HTTP parser before the app sees it."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(FakeProgram(), None), **serve_cli.server_settings(
+        "127.0.0.1", port, "critical")))  # fmt: skip
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(
+                b"POST /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: abc\r\n\r\n{}"
+            )
+            reply = b""
+            while chunk := connection.recv(65536):
+                reply += chunk
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    error = json.loads(body)["error"]
+    assert (error["status"], error["reason"]) == (400, "bad_request")
+    assert "not valid HTTP/1.1" in error["message"] and "Content-Length" in error["message"]
+
+
+@pytest.mark.parametrize(
     "body",
     [
         b'{"episodeContent": "x", ',
@@ -478,8 +562,10 @@ def test_serve_warns_when_exposed_without_a_token(
     with MockOpenAIServer() as server:
         _run_serve(monkeypatch, "--host", "0.0.0.0", "--model", "openai/mock", "--api-base", server.api_base)
     assert "without EDGEWISE_API_TOKEN" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="--workers"):
-        serve_cli.run(_serve_args("--workers", "0"))
+    with pytest.raises(SystemExit) as refused:
+        _serve_args("--workers", "0")
+    assert "argument --workers: must be >= 1, got 0" in capsys.readouterr().err
+    assert refused.value.code == 2  # a bare argparse parser here; `edgewise serve` itself exits 1 (tested)
 
 
 def test_without_the_serve_extra_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

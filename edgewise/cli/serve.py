@@ -11,8 +11,9 @@ import argparse
 import ipaddress
 import os
 import sys
-from typing import Final
+from typing import Any, Final
 
+from edgewise.modules.flags import at_least, between
 from edgewise.modules.lm import add_lm_arguments, config_from_args, open_lm
 from edgewise.programs import resolve_program
 from edgewise.service import (
@@ -22,6 +23,7 @@ from edgewise.service import (
     DEFAULT_WORKERS,
     SERVE_EXTRA_HINT,
     create_app,
+    json_bad_request_protocol,
 )
 
 TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
@@ -66,33 +68,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=between(0, 65535),
         default=DEFAULT_PORT,
         help=f"TCP port (default {DEFAULT_PORT}). Example: --port 9000",
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=at_least(1),
         default=DEFAULT_WORKERS,
         help=f"extractions run at once; more requests wait (default {DEFAULT_WORKERS}). Example: --workers 16",
     )
     parser.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=at_least(1),
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY_BYTES}). "
         "Example: --max-body-bytes 4000000",
     )
     parser.add_argument(
         "--max-entities",
-        type=int,
+        type=at_least(1),
         default=DEFAULT_MAX_ENTITIES,
         help=f"most entities in one episode; more get 422 (default {DEFAULT_MAX_ENTITIES}). "
         "Example: --max-entities 500",
     )
     parser.add_argument(
         "--max-batch",
-        type=int,
+        type=at_least(1),
         default=DEFAULT_MAX_BATCH,
         help=f"most episodes in one /v1/extract/batch call (default {DEFAULT_MAX_BATCH}). Example: --max-batch 16",
     )
@@ -122,9 +124,6 @@ def run(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as error:
         raise RuntimeError(f"{SERVE_EXTRA_HINT} ({error})") from None
 
-    for flag in ("workers", "max_body_bytes", "max_entities", "max_batch"):
-        if getattr(args, flag) < 1:
-            raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
     token = os.environ.get(TOKEN_ENV) or None
     if token is None and not _is_loopback(args.host):
         print(
@@ -144,12 +143,18 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             max_batch=args.max_batch,
         )
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level,
-            server_header=False,
-            timeout_graceful_shutdown=10,
-        )
+        uvicorn.run(app, **server_settings(args.host, args.port, args.log_level))
     return 0
+
+
+def server_settings(host: str, port: int, log_level: str) -> dict[str, Any]:
+    """uvicorn's settings for the service: no Server header, a 10 s graceful stop, and a JSON 400 for a
+    request the HTTP parser rejects before the app sees it (see `json_bad_request_protocol`)."""
+    return {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "server_header": False,
+        "timeout_graceful_shutdown": 10,
+        "http": json_bad_request_protocol(),
+    }
