@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
@@ -110,10 +110,19 @@ def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisod
     episodes: list[LabeledEpisode] = []
     errors: list[DatasetError] = []
     first_line: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:  # bytes, so that one line's invalid UTF-8 is that line's problem
+        for number, raw_bytes in enumerate(handle, start=1):
             if stop_at_first and errors:
                 break
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as error:
+                errors.append(
+                    DatasetError(
+                        path, number, f"invalid UTF-8 at byte {error.start} of the line: {error.reason}"
+                    )
+                )
+                continue
             if not raw.strip():
                 continue
             try:
@@ -148,9 +157,22 @@ def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisod
     return episodes, errors
 
 
+class Validation(NamedTuple):
+    """What checking a labeled-episode file found: how many lines parsed as episodes, and every problem."""
+
+    episodes: int
+    errors: list[DatasetError]
+
+
+def check_file(path: str | Path) -> Validation:
+    """Check every line of a labeled-episode file; a bad line (even invalid UTF-8) never stops the check."""
+    episodes, errors = _parse_lines(Path(path), stop_at_first=False)
+    return Validation(len(episodes), errors)
+
+
 def validate_file(path: str | Path) -> list[DatasetError]:
     """Every problem in a labeled-episode file (empty when the file is valid)."""
-    return _parse_lines(Path(path), stop_at_first=False)[1]
+    return check_file(path).errors
 
 
 def load_episodes(source: str | Path, *, sources: list[str] | None = None) -> list[LabeledEpisode]:

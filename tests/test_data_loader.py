@@ -9,6 +9,7 @@ import pytest
 
 from edgewise.cli import main as cli_main
 from edgewise.data import DatasetError, load_episodes, to_examples, validate_file
+from edgewise.data.loader import SPLITS
 from edgewise.signatures.types import Episode, LabeledEpisode
 
 
@@ -139,7 +140,7 @@ def test_cli_validate_reports_each_problem_and_fails(
     line = good_line()
     line["edges"][0]["sourceEntityName"] = "Bob"
     path = write_lines(tmp_path / "x.jsonl", [good_line("mine-doc0-0"), "not json", line])
-    assert cli_main(["data", "validate", str(path)]) == 1
+    assert cli_main(["data", "validate", str(path)]) == 2  # the check ran; some lines have problems
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"{path} line 2: invalid JSON: Expecting value (column 1)",
@@ -160,3 +161,50 @@ def test_cli_stats_prints_the_table_and_the_interval_hint(
     assert f"| {path} | all | 2 | 2 | 1 |" in out
     # 2 gold edges: 1.96 * sqrt(0.25 / 2) = 0.693 -> 69.3 points
     assert "±69.3 points for one system" in out
+
+
+def test_invalid_utf8_is_one_line_s_problem_and_the_rest_is_still_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_reference = good_line("mine-doc2-0")
+    bad_reference["referenceTime"] = "soon"
+    lines = [json.dumps(good_line("mine-doc0-0")), b'{"id": "x\xff"}', json.dumps(bad_reference)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines))
+    assert [str(error) for error in validate_file(path)][:1] == [
+        f"{path} line 2: invalid UTF-8 at byte 9 of the line: invalid start byte"
+    ]
+    assert cli_main(["data", "validate", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert f"{path} line 2: invalid UTF-8 at byte 9" in out
+    assert f'{path} line 3, field "referenceTime"' in out  # checked after the bad byte
+    with pytest.raises(DatasetError, match="line 2: invalid UTF-8"):
+        load_episodes(path)
+
+
+def test_validate_takes_a_folder_and_checks_each_jsonl_in_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_lines(tmp_path / "a.jsonl", [good_line("mine-doc0-0")])
+    write_lines(tmp_path / "b.jsonl", ["not json"])
+    (tmp_path / "notes.txt").write_text("not an episode file")
+    assert cli_main(["data", "validate", str(tmp_path)]) == 2
+    streams = capsys.readouterr()
+    assert f"{tmp_path / 'a.jsonl'}: 1 episodes, all valid" in streams.out
+    assert f"{tmp_path / 'b.jsonl'} line 1: invalid JSON" in streams.out
+    assert "notes.txt" not in streams.out + streams.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli_main(["data", "validate", str(empty)]) == 1
+    assert "folder without *.jsonl files" in capsys.readouterr().err
+    assert cli_main(["data", "validate", str(tmp_path / "absent.jsonl")]) == 1
+
+
+def test_readme_counts_each_shipped_episode_once() -> None:
+    """smoke is a subset of dev: the README's total is the number of distinct episodes."""
+    import re
+
+    ids = {episode.id for split in SPLITS for episode in load_episodes(split)}
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    counted = re.search(r"`data/episodes/`, (\d+) distinct episodes", readme)
+    assert counted is not None and int(counted[1]) == len(ids)

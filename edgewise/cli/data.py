@@ -6,17 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED
+
 HELP = "describe, validate or rebuild labeled episode files"
 DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see data/README.md).
 
   stats     counts per split and source (episodes, edges, types, entities, dates) and a 95% interval hint
-  validate  check a file line by line; every problem is printed with its line and field
+  validate  check files (or every *.jsonl in a folder) line by line; every problem is printed with
+            its file, line and field, and the check goes on to the end (exit 2 when any is found)
   build     rebuild train/dev/test/smoke from the raw public data"""
 EXAMPLES = """examples:
   edgewise data stats
   edgewise data stats --split test
   edgewise data stats --data my_episodes.jsonl
   edgewise data validate my_episodes.jsonl
+  edgewise data validate data/episodes
   edgewise data build --raw ../shared/data/raw"""
 
 
@@ -31,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="data_command", metavar="ACTION")
 
     def show_help(_args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
 
     parser.set_defaults(func=show_help)
 
@@ -51,8 +55,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     stats.set_defaults(func=run_stats)
 
-    validate = actions.add_parser("validate", help="check a labeled-episode file line by line")
-    validate.add_argument("file", type=Path, help="the JSONL file to check")
+    validate = actions.add_parser("validate", help="check labeled-episode files line by line")
+    validate.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="JSONL files, or folders whose *.jsonl files are all checked. Example: data/episodes",
+    )
     validate.set_defaults(func=run_validate)
 
     build = actions.add_parser("build", help="rebuild the shipped splits from the raw public data")
@@ -88,21 +98,39 @@ def run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_validate(args: argparse.Namespace) -> int:
-    from edgewise.data.loader import validate_file
+def files_to_validate(paths: list[Path]) -> list[Path]:
+    """Each file given, and each *.jsonl file of each folder given (sorted); ValueError for anything else."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(entry for entry in path.glob("*.jsonl") if entry.is_file())
+            if not found:
+                raise ValueError(
+                    f"{path} is a folder without *.jsonl files; give labeled-episode files or a folder of them"
+                )
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ValueError(f"no such file or folder: {path}")
+    return files
 
-    if not args.file.is_file():
-        print(f"edgewise: error: no such file: {args.file}", file=sys.stderr)
-        return 2
-    errors = validate_file(args.file)
-    for error in errors:
-        print(error)
-    if errors:
-        print(f"{args.file}: {len(errors)} problem(s)", file=sys.stderr)
-        return 1
-    count = sum(1 for line in args.file.open(encoding="utf-8") if line.strip())
-    print(f"{args.file}: {count} episodes, all valid")
-    return 0
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Check every file to its end; exit 0 when all are valid, 2 when any line has a problem."""
+    from edgewise.data.loader import check_file
+
+    problems = 0
+    for path in files_to_validate(args.paths):
+        checked = check_file(path)
+        for error in checked.errors:
+            print(error)
+        if checked.errors:
+            print(f"{path}: {len(checked.errors)} problem(s)", file=sys.stderr)
+        else:
+            print(f"{path}: {checked.episodes} episodes, all valid")
+        problems += len(checked.errors)
+    return EXIT_SOME_FAILED if problems else EXIT_OK
 
 
 def run_build(args: argparse.Namespace) -> int:
