@@ -170,6 +170,7 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
     ):
         if built != running:
             warnings.warn(f"{directory} was compiled with {name} {built}, running {running}", stacklevel=2)
+    _check_state_file(directory / PROGRAM_FILE)
     try:
         program.load(str(directory / PROGRAM_FILE))
     except Exception as error:
@@ -177,6 +178,36 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
     for predictor in program.predictors():
         predictor.lm = None  # the model comes from the caller, never from the file
     return program
+
+
+# Every pickle of protocol 2 and later opens with the PROTO opcode and its protocol number.
+_PICKLE_PROTO: Final = 0x80
+_PICKLE_PROTOCOLS: Final = range(2, 6)
+
+
+def _check_state_file(path: Path) -> None:
+    """Refuse a `program.json` that is not UTF-8 JSON with a message that says what the file is.
+
+    DSPy's own parser reports a pickle (or any binary file) as "str is not valid UTF-8: surrogates
+    not allowed", which does not tell the user that a pickle was given, nor that edgewise never loads one.
+    """
+    data = path.read_bytes()
+    if len(data) > 1 and data[0] == _PICKLE_PROTO and data[1] in _PICKLE_PROTOCOLS:
+        raise ArtifactError(
+            f"{path} is not JSON (it looks like a Python pickle); edgewise never loads pickles, since loading "
+            "one can run any code: save the program's state as JSON (program.save('program.json'))"
+        )
+    try:
+        json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ArtifactError(
+            f"{path} is not JSON: it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x}); "
+            "a compiled program's state is a JSON file"
+        ) from None
+    except ValueError as error:
+        raise ArtifactError(
+            f"{path} is not JSON ({error}); a compiled program's state is a JSON file"
+        ) from None
 
 
 def new_manifest(program: EdgeExtractor, **fields: Any) -> Manifest:
