@@ -100,18 +100,6 @@ def load_episodes(path: Path, limit: int) -> tuple[list[object], list[object | N
     return episodes, gold
 
 
-def read_counters(server: LocalServer) -> dict[str, float]:
-    """llama-server's cumulative token and time counters (needs --metrics)."""
-    with _OPENER.open(f"{server.base_url}/metrics", timeout=5) as response:
-        text = response.read().decode("utf-8")
-    counters: dict[str, float] = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in _METRICS:
-            counters[name] = float(value)
-    return counters
-
-
 def run_mode(
     server: LocalServer,
     episodes: list[object],
@@ -139,7 +127,7 @@ def run_mode(
     run = ModeRun()
     extractor = EdgeExtractor()
     lm = build_lm(config)
-    before = read_counters(server)
+    before = server.metrics()
     with lm_context(lm):
         for index, (episode, labeled) in enumerate(zip(episodes, gold, strict=True), start=1):
             started = time.monotonic()
@@ -165,7 +153,7 @@ def run_mode(
                 file=sys.stderr,
                 flush=True,
             )
-    after = read_counters(server)
+    after = server.metrics()
     completions = [int((entry.get("usage") or {}).get("completion_tokens") or 0) for entry in lm.history]
     run.calls = len(completions)
     run.truncated = sum(tokens >= max_tokens for tokens in completions)

