@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
+from edgewise.eval.paired import PairedDifference, paired_on_shared
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
@@ -85,6 +86,31 @@ class EpisodeRun(BaseModel):
     f1: float
 
 
+class PairedResult(BaseModel):
+    """A program's edge-F1 minus the baseline's on the same episodes, with its paired 95% interval."""
+
+    difference: float
+    low: float
+    high: float
+    episodes: int
+
+    @classmethod
+    def of(cls, paired: PairedDifference) -> PairedResult:
+        return cls(difference=paired.difference, low=paired.low, high=paired.high, episodes=paired.episodes)
+
+    def text(self) -> str:
+        """`+0.081 [+0.011, +0.150]`; a difference whose interval holds 0 is no difference."""
+        return f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+class Comparison(BaseModel):
+    """A run against the bench's `--baseline` program on the same model: overall and per source."""
+
+    baseline: str
+    overall: PairedResult
+    per_source: dict[str, PairedResult] = Field(default_factory=dict)
+
+
 class RunSummary(BaseModel):
     """One model x program over the episodes: scores, failures, usage, latency and cost.
 
@@ -103,6 +129,9 @@ class RunSummary(BaseModel):
     scores: SplitScore | None = None
     scores_completed: SplitScore | None = None
     edge_f1_ci95: tuple[float, float] | None = None
+    edge_f1_macro_sources: float | None = None
+    """Mean of the sources' micro edge-F1: each source counts once, however many edges it has."""
+    comparison: Comparison | None = None
     failed_episodes: int = 0
     failure_reasons: dict[str, int] = Field(default_factory=dict)
     failed_per_source: dict[str, int] = Field(default_factory=dict)
@@ -151,6 +180,7 @@ class BenchReport(BaseModel):
     workers: int
     reflexion_rounds: int | None = None
     open_types: bool = False
+    baseline: str | None = None
     cache: Literal["off"] = "off"
     bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
     models: list[str]
@@ -376,6 +406,10 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     completed = [score for score, run in zip(state.scores, runs, strict=True) if run.status == "ok"]
     summary.scores_completed = aggregate(completed) if completed else None
     summary.edge_f1_ci95 = bootstrap_ci(state.scores, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    per_source = summary.scores.per_source.values()
+    summary.edge_f1_macro_sources = (
+        sum(s.edge_f1 for s in per_source) / len(per_source) if per_source else None
+    )
     summary.failed_episodes = sum(1 for run in runs if run.status == "failed")
     summary.failure_reasons = dict(sorted(summary.failure_reasons.items()))
     summary.failed_per_source = dict(sorted(summary.failed_per_source.items()))
@@ -431,6 +465,7 @@ def run_bench(
     open_types: bool = False,
     progress: bool = True,
     lm_factory: LMFactory | None = None,
+    baseline: str | None = None,
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
 
@@ -443,7 +478,9 @@ def run_bench(
     `results.html` are also rewritten after each model x program, so even a killed bench leaves the
     finished runs. `lm_factory(config)` is a context manager yielding
     the LM (default: `open_lm`, which starts the local server for `local` models); DSPy's cache is
-    off for every LM either way. `seed` fixes the bootstrap resamples. Raises `BenchInterrupted`
+    off for every LM either way. `seed` fixes the bootstrap resamples. `baseline` names one of
+    `programs`: every other program's run gets its paired edge-F1 difference from it (overall and
+    per source, `compare_to_baseline`). Raises `BenchInterrupted`
     (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing what was done.
     """
     if workers < 1:
@@ -454,6 +491,8 @@ def run_bench(
         raise ValueError("no programs to benchmark")
     if not episodes:
         raise ValueError("no episodes to benchmark")
+    if baseline is not None and baseline not in programs:
+        raise ValueError(f"baseline {baseline!r} is not one of the programs ({', '.join(programs)})")
     duplicate_ids = [name for name, count in Counter(episode.id for episode in episodes).items() if count > 1]
     if duplicate_ids:
         raise ValueError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
@@ -472,6 +511,7 @@ def run_bench(
         workers=workers,
         reflexion_rounds=reflexion_rounds,
         open_types=open_types,
+        baseline=baseline,
         models=[model_label(config) for config in models],
         programs=list(programs),
         data=summarize_data(episodes),
@@ -553,6 +593,7 @@ def _run_models(
                     report.runs.append(_finish(state, seed=report.seed, complete=True))
                     state = None
                     if out_path is not None:
+                        compare_to_baseline(report)
                         so_far = report.model_copy(update={"partial": True})
                         write_results_json(so_far, out_path)
                         write_html(so_far, out_path, plot=False)
@@ -587,7 +628,38 @@ def _run_program(
     log.flush()  # per run, not per line: a line-by-line flush costs more than scoring the episode
 
 
+def compare_to_baseline(report: BenchReport) -> None:
+    """Give every run of a model its paired difference from the baseline program's run on that model.
+
+    Paired over the episodes both runs finished, overall and within each source, with the bench's
+    seed and resample count; the baseline's own run has none.
+    """
+    if report.baseline is None:
+        return
+    baselines = {run.model: run for run in report.runs if run.program == report.baseline and run.episodes}
+    for run in report.runs:
+        base = baselines.get(run.model)
+        if base is None or run is base or not run.episodes:
+            run.comparison = None
+            continue
+        options = {"n_resamples": report.bootstrap_resamples, "seed": report.seed}
+        overall = paired_on_shared(base.episodes, run.episodes, **options)
+        if overall is None:
+            continue
+        per_source = {}
+        for source in sorted({episode.source for episode in base.episodes}):
+            mine = [episode for episode in run.episodes if episode.source == source]
+            theirs = [episode for episode in base.episodes if episode.source == source]
+            paired = paired_on_shared(theirs, mine, **options)
+            if paired is not None:
+                per_source[source] = PairedResult.of(paired)
+        run.comparison = Comparison(
+            baseline=report.baseline, overall=PairedResult.of(overall), per_source=per_source
+        )
+
+
 def _write(report: BenchReport, out_path: Path | None) -> None:
+    compare_to_baseline(report)
     if out_path is None:
         return
     written = write_reports(report, out_path)

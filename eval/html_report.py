@@ -305,7 +305,8 @@ def results_section(report: BenchReport, plot_png: bytes | None) -> str:
     """The results table (the rows of `results.md`), its notes, and the plot."""
     head = "".join(f"<th>{_e(column)}</th>" for column in COLUMNS)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in table_row(run)) + "</tr>" for run in report.runs
+        "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in table_row(run, report.baseline)) + "</tr>"
+        for run in report.runs
     )
     notes = "".join(f"<li>{_e(note)}</li>" for note in table_notes(report))
     plot = ""

@@ -28,6 +28,8 @@ COLUMNS: Final[tuple[str, ...]] = (
     "model",
     "program",
     "edge-F1 [95% CI]",
+    "Δ edge-F1 vs baseline [paired 95% CI]",
+    "macro edge-F1 over sources",
     "pair-F1",
     "precision",
     "recall",
@@ -60,7 +62,7 @@ def _cost(value: float | None) -> str:
     return f"{value:.6f}" if value < 0.01 else f"{value:.4f}"
 
 
-def table_row(run: RunSummary) -> list[str]:
+def table_row(run: RunSummary, baseline: str | None = None) -> list[str]:
     """One model x program as the table's cells, in `COLUMNS` order."""
     if run.scores is None:
         reason = run.error or "no episode finished"
@@ -70,10 +72,16 @@ def table_row(run: RunSummary) -> list[str]:
     edge_f1 = f"{scores.edge_f1:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
     n = run.episodes_done
     incomplete = "" if run.complete else f" (stopped at {n}/{run.episodes_planned})"
+    if run.comparison is not None:
+        delta = run.comparison.overall.text()
+    else:
+        delta = "baseline" if run.program == baseline else _MISSING
     return [
         run.model,
         run.program + incomplete,
         edge_f1,
+        delta,
+        _number(run.edge_f1_macro_sources),
         f"{scores.pair_f1:.3f}",
         f"{scores.precision:.3f}",
         f"{scores.recall:.3f}",
@@ -108,6 +116,11 @@ def table_notes(report: BenchReport) -> list[str]:
         (
             f"95% CI: percentile bootstrap over episodes, {report.bootstrap_resamples} resamples, seed "
             f"{report.seed}."
+        ),
+        (
+            "Δ vs baseline: this program's micro edge-F1 minus the baseline program's on the same model and "
+            "episodes; the interval resamples episodes with both programs' scores together (paired). An "
+            "interval that holds 0 is no difference. macro over sources: the mean of the sources' edge-F1."
         ),
         (
             "failed = episodes whose extraction raised (LM error, or timeout after retries). They are scored "
@@ -147,11 +160,43 @@ def markdown_table(report: BenchReport) -> str:
         "|" + "|".join("---" if i < 2 else "---:" for i in range(len(COLUMNS))) + "|",
     ]
     for run in report.runs:
-        cells = [cell.replace("|", "\\|") for cell in table_row(run)]
+        cells = [cell.replace("|", "\\|") for cell in table_row(run, report.baseline)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.extend(f"- {note}" for note in table_notes(report))
+    lines.extend(["", *source_table(report)])
     return "\n".join(lines) + "\n"
+
+
+def source_table(report: BenchReport) -> list[str]:
+    """Edge-F1 of every run within each source, with the paired difference from the baseline there."""
+    sources = list(report.data.sources)
+    if not sources or not any(run.scores for run in report.runs):
+        return []
+    lines = [
+        "Per source: edge-F1 (micro within the source)"
+        + (
+            f"; Δ = paired difference from `{report.baseline}` on the same episodes [95% CI]"
+            if report.baseline
+            else ""
+        ),
+        "",
+        "| model | program | "
+        + " | ".join(f"{name} ({report.data.sources[name]})" for name in sources)
+        + " |",
+        "|---|---|" + "---:|" * len(sources),
+    ]
+    for run in report.runs:
+        if run.scores is None:
+            continue
+        cells = []
+        for name in sources:
+            score = run.scores.per_source.get(name)
+            cell = _MISSING if score is None else f"{score.edge_f1:.3f}"
+            paired = run.comparison.per_source.get(name) if run.comparison else None
+            cells.append(cell + (f" (Δ {paired.text()})" if paired else ""))
+        lines.append(f"| {run.model} | {run.program} | " + " | ".join(cells) + " |")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,9 +18,15 @@ from edgewise.modules.lm import output_vocabulary
 from edgewise.modules.postprocess import cap_attributes, postprocess
 from edgewise.modules.usage import track_step
 from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
-from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.extract_edges import (
+    OUTPUT_SHAPES,
+    OutputShape,
+    extract_signature,
+    with_missing_facts,
+)
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.types import (
+    CompactEdge,
     Edge,
     Episode,
     ExtractedEdge,
@@ -33,6 +39,14 @@ from edgewise.signatures.types import (
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
 STEP_ATTRIBUTES: Final = "attributes"
+
+
+# The reply properties the decoding grammar restricts to the episode's names and types, per shape.
+_VOCABULARY_KEYS: Final[dict[str, tuple[str, str, str]]] = {
+    "seed": ("sourceEntityName", "targetEntityName", "relationshipType"),
+    "compact": ("source", "target", "type"),
+    "compact-text-dates": ("source", "target", "type"),
+}
 
 
 def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -> Episode:
@@ -66,13 +80,20 @@ class EdgeExtractor(dspy.Module):
     On a self-hosted server the decoder may only write the episode's entity names (the seed's rule 1)
     and, with `closed_types`, only its RELATIONSHIP TYPES; see `output_vocabulary`. `closed_types=False`
     keeps the seed's open vocabulary, for callers whose type list names only the most important types.
+    `output_shape` is the reply the model writes (see `extract_signature`); results always have the
+    seed's shape.
     """
 
-    def __init__(self, max_reflexion_rounds: int = 0, *, closed_types: bool = True) -> None:
+    def __init__(
+        self, max_reflexion_rounds: int = 0, *, closed_types: bool = True, output_shape: OutputShape = "seed"
+    ) -> None:
         super().__init__()
         if max_reflexion_rounds < 0:
             raise ValueError("max_reflexion_rounds must be >= 0")
-        self.extract = dspy.Predict(ExtractEdges)
+        if output_shape not in OUTPUT_SHAPES:
+            raise ValueError(f"unknown output shape {output_shape!r}; known: {', '.join(OUTPUT_SHAPES)}")
+        self.output_shape = output_shape
+        self.extract = dspy.Predict(extract_signature(output_shape))
         self.reflect = dspy.Predict(FindMissingFacts)
         self.attributes = dspy.Predict(ExtractEdgeAttributes)
         self.max_reflexion_rounds = max_reflexion_rounds
@@ -80,20 +101,25 @@ class EdgeExtractor(dspy.Module):
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
-        if not episode.entities:
-            return result_prediction(ExtractionResult())
+        if not episode.entities:  # nothing to connect: say so instead of an empty result that looks fine
+            warning = ExtractionWarning(
+                code="no_entities",
+                message="the episode lists no entities, so no edge can connect two of them",
+            )
+            return result_prediction(ExtractionResult(warnings=[warning]))
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
         inputs = extraction_inputs(episode)
         names = [entity.name for entity in episode.entities]
         types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
-        with output_vocabulary(sourceEntityName=names, targetEntityName=names, relationshipType=types):
-            raw = self._extract(inputs, [], usage, warnings)
+        source, target, kind = _VOCABULARY_KEYS[self.output_shape]
+        with output_vocabulary(**{source: names, target: names, kind: types}):
+            raw = self._extract(episode, inputs, [], usage, warnings)
             for _ in range(self.max_reflexion_rounds):
                 missing = self._missing_facts(inputs, raw, usage, warnings)
                 if not missing:
                     break
-                raw = raw + self._extract(inputs, missing, usage, warnings)
+                raw = raw + self._extract(episode, inputs, missing, usage, warnings)
         edges, cleanup_warnings = postprocess(raw, episode, closed_types=self.closed_types)
         warnings.extend(cleanup_warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
@@ -105,17 +131,26 @@ class EdgeExtractor(dspy.Module):
 
     def _extract(
         self,
+        episode: Episode,
         inputs: dict[str, Any],
         missing_facts: list[str],
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
+        """One extraction call; a re-extraction (with `missing_facts`) adds the hints to the signature."""
+        hints: dict[str, Any] = {}
+        if missing_facts:
+            hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
         with track_step(STEP_EXTRACT, usage):
             try:
-                return list(self.extract(**inputs, missing_facts=missing_facts).edges or [])
+                edges = list(self.extract(**inputs, **hints).edges or [])
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_EXTRACT, error))
                 return []
+        return [
+            edge.extracted(episode.reference_time) if isinstance(edge, CompactEdge) else edge
+            for edge in edges
+        ]
 
     def _missing_facts(
         self,

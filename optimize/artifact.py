@@ -54,7 +54,13 @@ class Manifest(BaseModel):
 
 
 def _annotation_name(annotation: Any) -> str:
-    return getattr(annotation, "__name__", None) or str(annotation)
+    """`list[CompactEdge]` -> "list[CompactEdge]": the item type is part of the shape (a bare
+    `__name__` says only "list"), without module paths that would change when code moves."""
+    arguments = getattr(annotation, "__args__", None)
+    name = getattr(annotation, "__name__", None) or str(annotation)
+    if arguments and getattr(annotation, "__origin__", None) is not None:
+        return f"{name}[{', '.join(_annotation_name(argument) for argument in arguments)}]"
+    return name
 
 
 def signature_fingerprints(program: dspy.Module) -> dict[str, str]:
@@ -152,6 +158,7 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
     program = EdgeExtractor(
         max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)),
         closed_types=bool(manifest.settings.get("closed_types", True)),
+        output_shape=manifest.settings.get("output_shape", "seed"),
     )
     expected = signature_fingerprints(program)
     if manifest.signature_fingerprints != expected:

@@ -27,17 +27,20 @@ from dspy.utils.usage_tracker import UsageTracker
 from tqdm import tqdm
 
 from edgewise.data.loader import load_episodes, resolve, to_examples
-from edgewise.eval.metric import edge_metric, score_episode
+from edgewise.eval.metric import EpisodeScore, edge_metric, score_episode
+from edgewise.eval.paired import PairedDifference, paired_difference
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.artifact import Manifest, new_manifest, save
+from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET, GoldDemos, select_gold_demos
+from edgewise.signatures.extract_edges import OutputShape
 from edgewise.signatures.types import LabeledEpisode
 
-OptimizerName = Literal["mipro", "gepa", "bootstrap"]
+OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold"]
 AutoLevel = Literal["light", "medium", "heavy"]
 RunStatus = Literal["complete", "budget_exhausted", "interrupted", "failed"]
 
-OPTIMIZERS: Final[tuple[str, ...]] = ("mipro", "gepa", "bootstrap")
+OPTIMIZERS: Final[tuple[str, ...]] = ("mipro", "gepa", "bootstrap", "gold")
 AUTO_LEVELS: Final[tuple[str, ...]] = ("light", "medium", "heavy")
 
 DEFAULT_DEMO_THRESHOLD: Final = 0.5
@@ -50,10 +53,12 @@ turn nearly every wrong answer into a demo, so a threshold is always set.
 DEFAULT_BOOTSTRAP_CANDIDATES: Final = 6
 """Demo sets random search tries (the size of MIPROv2's `light` run), besides the unshuffled one."""
 
-_MIPRO_MINIBATCH_FROM: Final = 50
-"""Dev sets larger than this are scored on minibatches by MIPROv2 (its own `auto` rule)."""
+DEFAULT_GOLD_CANDIDATES: Final = 4
+"""Gold demo sets the `gold` search scores on dev (each a different seeded pick)."""
 
-_MIPRO_MINIBATCH_SIZE: Final = 35
+DEFAULT_MINIBATCH_SIZE: Final = 10
+"""Dev episodes MIPROv2 scores a trial on. Its own default (35) costs a 1.5B model on 2 CPU cores
+five minutes a trial; the best trials are still scored on the whole dev split."""
 
 _UNSHUFFLED_CANDIDATE: Final = -1
 """Random search's candidate ids: -3 zero-shot and -2 labeled-only are skipped (the dev score before
@@ -79,6 +84,8 @@ class DevScore(NamedTuple):
     episodes: int
     parse_failures: int
     errors: int
+    episode_scores: tuple[EpisodeScore, ...] = ()
+    """Each dev episode's score, in dev order: what the paired comparison of two programs resamples."""
 
 
 class PhaseUsage(NamedTuple):
@@ -347,7 +354,7 @@ def evaluate_program(
     tp, fp, fn = (sum(getattr(s, name) for s in scores) for name in ("tp", "fp", "fn"))
     micro = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
     mean = sum(s.f1 for s in scores) / len(scores) if scores else 1.0
-    return DevScore(micro, mean, len(scores), parse_failures, len(failures))
+    return DevScore(micro, mean, len(scores), parse_failures, len(failures), tuple(scores))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -366,6 +373,10 @@ class SearchSettings:
     budget: int | None = None
     reflexion_rounds: int = 0
     closed_types: bool = True
+    output_shape: OutputShape = "seed"
+    gold_demos: int = 0
+    demo_tokens: int = DEFAULT_DEMO_TOKEN_BUDGET
+    minibatch_size: int = DEFAULT_MINIBATCH_SIZE
     workers: int = 1
     candidates: int | None = None
     trials: int | None = None
@@ -382,6 +393,12 @@ class SearchSettings:
             raise ValueError("max_demos and reflexion_rounds must be >= 0, workers >= 1")
         if self.optimizer == "bootstrap" and self.max_demos < 1:
             raise ValueError("the bootstrap optimizer tunes demos only: max_demos must be >= 1")
+        if self.gold_demos < 0 or self.demo_tokens < 1 or self.minibatch_size < 1:
+            raise ValueError("gold_demos must be >= 0, demo_tokens and minibatch_size >= 1")
+        if self.optimizer == "bootstrap" and self.gold_demos:
+            raise ValueError(
+                "bootstrap tunes bootstrapped demos; gold demos are searched by --optimizer gold"
+            )
         if self.budget is not None and self.budget < 1:
             raise ValueError("budget must be >= 1 LM call")
         if (self.candidates is None) != (self.trials is None) and self.optimizer == "mipro":
@@ -395,10 +412,15 @@ class SearchSettings:
             "budget": self.budget,
             "reflexion_rounds": self.reflexion_rounds,
             "closed_types": self.closed_types,
+            "output_shape": self.output_shape,
+            "gold_demos": self.gold_demos or None,
+            "demo_tokens": self.demo_tokens if self.gold_demos or self.optimizer == "gold" else None,
+            "minibatch_size": self.minibatch_size if self.optimizer == "mipro" else None,
             "candidates": self.candidates,
             "trials": self.trials,
             "demo_threshold": self.demo_threshold,
-            "selection": "dev",
+            "selection": "dev, paired: the compiled program replaces the uncompiled one only when the "
+            "paired bootstrap 95% interval of its dev edge-F1 minus the uncompiled one's is above 0",
         }
         return {key: value for key, value in values.items() if value is not None} | self.extra
 
@@ -410,9 +432,16 @@ def _compile(
     dev: list[dspy.Example],
     task_lm: dspy.BaseLM,
     teacher_lm: dspy.BaseLM | None,
+    train_episodes: Sequence[LabeledEpisode] = (),
 ) -> dspy.Module:
-    """Run the chosen DSPy optimizer (in the caller's LM context) and return the program it picked."""
+    """Run the chosen optimizer (in the caller's LM context) and return the program it picked.
+
+    `student` is where the search starts: the uncompiled program, or it with gold demos for mipro and
+    gepa (`--gold-demos`), which then tune instructions around them.
+    """
     teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
+    if settings.optimizer == "gold":
+        return _gold_search(settings, student, dev, train_episodes)
     if settings.optimizer == "bootstrap":
         candidates = settings.candidates if settings.candidates is not None else DEFAULT_BOOTSTRAP_CANDIDATES
         optimizer = dspy.BootstrapFewShotWithRandomSearch(
@@ -435,7 +464,8 @@ def _compile(
             prompt_model=teacher_lm or task_lm,
             task_model=task_lm,
             teacher_settings=teacher_settings,
-            max_bootstrapped_demos=settings.max_demos,
+            # With gold demos the search is over instructions only: the demos stay as they are.
+            max_bootstrapped_demos=0 if settings.gold_demos else settings.max_demos,
             max_labeled_demos=0,
             auto=None if explicit else settings.auto or "light",
             num_candidates=settings.candidates,
@@ -444,7 +474,7 @@ def _compile(
             log_dir=settings.log_dir,
             metric_threshold=settings.demo_threshold,
         )
-        minibatch = len(dev) > _MIPRO_MINIBATCH_FROM
+        minibatch = len(dev) > settings.minibatch_size
         return optimizer.compile(
             student,
             trainset=train,
@@ -452,7 +482,11 @@ def _compile(
             num_trials=settings.trials,
             seed=settings.seed,
             minibatch=minibatch,
-            minibatch_size=min(_MIPRO_MINIBATCH_SIZE, len(dev)),
+            minibatch_size=min(settings.minibatch_size, len(dev)),
+            minibatch_full_eval_steps=max(1, (settings.trials or 10) // 2),
+            # The dataset summary costs one long call per 10 training episodes; on a CPU-sized run
+            # that budget buys trials instead. The proposer still sees the program and the demos.
+            data_aware_proposer=False,
         )
     optimizer = dspy.GEPA(
         metric=edge_metric,
@@ -464,6 +498,70 @@ def _compile(
         seed=settings.seed,
     )
     return optimizer.compile(student, trainset=train, valset=dev)
+
+
+def _gold_search(
+    settings: SearchSettings, student: EdgeExtractor, dev: list[dspy.Example], train: Sequence[LabeledEpisode]
+) -> dspy.Module:
+    """Score seeded picks of gold demos (`select_gold_demos`) on dev and return the best program.
+
+    Each candidate is scored with `dspy.Evaluate` on the whole dev split, so `BestTracker` sees it
+    like any optimizer's candidate; a pick equal to an earlier one is not scored twice.
+    """
+    count = settings.candidates if settings.candidates is not None else DEFAULT_GOLD_CANDIDATES
+    evaluate = dspy.Evaluate(
+        devset=dev, metric=edge_metric, num_threads=settings.workers, display_progress=False
+    )
+    best, best_score, tried = student, float("-inf"), set()
+    for index in range(max(1, count)):
+        chosen = gold_demo_pick(settings, student, train, seed=settings.seed + index)
+        if tuple(chosen.episode_ids) in tried or not chosen.demos:
+            continue
+        tried.add(tuple(chosen.episode_ids))
+        candidate = student.deepcopy()
+        candidate.extract.demos = chosen.demos
+        result = evaluate(candidate)
+        score = float(result.score)
+        if score > best_score:
+            best, best_score = candidate, score
+    return best
+
+
+def gold_demo_pick(
+    settings: SearchSettings, student: EdgeExtractor, train: Sequence[LabeledEpisode], *, seed: int
+) -> GoldDemos:
+    """The gold demos a run uses: `--gold-demos` (else `--max-demos`) of them within `--demo-tokens`."""
+    return select_gold_demos(
+        train,
+        student.output_shape,
+        max_demos=settings.gold_demos or settings.max_demos,
+        token_budget=settings.demo_tokens,
+        seed=seed,
+    )
+
+
+def paired_record(paired: PairedDifference) -> dict[str, Any]:
+    """The paired dev comparison as the manifest stores it."""
+    return {
+        "stat": "edge_f1_micro",
+        "difference": round(paired.difference, 4),
+        "low": round(paired.low, 4),
+        "high": round(paired.high, 4),
+        "episodes": paired.episodes,
+        "level": 0.95,
+    }
+
+
+def demo_provenance(program: dspy.Module) -> dict[str, Any]:
+    """What a manifest says of a program's demos: how many per step, and which gold episodes."""
+    notes: dict[str, Any] = {}
+    for name, predictor in program.named_predictors():
+        if predictor.demos:
+            notes[f"{name}_demos"] = len(predictor.demos)
+            gold = [demo.get("gold_episode_id") for demo in predictor.demos if demo.get("gold_episode_id")]
+            if gold:
+                notes[f"{name}_gold_demo_ids"] = gold
+    return notes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -503,6 +601,10 @@ def optimize(
     budget: int | None = None,
     reflexion_rounds: int = 0,
     closed_types: bool = True,
+    output_shape: OutputShape = "seed",
+    gold_demos: int = 0,
+    demo_tokens: int = DEFAULT_DEMO_TOKEN_BUDGET,
+    minibatch_size: int = DEFAULT_MINIBATCH_SIZE,
     workers: int = 1,
     candidates: int | None = None,
     trials: int | None = None,
@@ -533,6 +635,10 @@ def optimize(
         budget=budget,
         reflexion_rounds=reflexion_rounds,
         closed_types=closed_types,
+        output_shape=output_shape,
+        gold_demos=gold_demos,
+        demo_tokens=demo_tokens,
+        minibatch_size=minibatch_size,
         workers=workers,
         candidates=candidates,
         trials=trials,
@@ -581,8 +687,18 @@ def optimize(
             },
         )
 
-    student = EdgeExtractor(max_reflexion_rounds=reflexion_rounds, closed_types=closed_types)
+    student = EdgeExtractor(
+        max_reflexion_rounds=reflexion_rounds, closed_types=closed_types, output_shape=output_shape
+    )
     train_examples, dev_examples = to_examples(train_split.episodes), to_examples(dev_split.episodes)
+    start = student.deepcopy()
+    if gold_demos and optimizer in ("mipro", "gepa"):
+        chosen = gold_demo_pick(settings, student, train_split.episodes, seed=seed)
+        start.extract.demos = chosen.demos
+        _say(
+            progress,
+            f"{len(chosen.demos)} gold demos ({', '.join(chosen.episode_ids)}; about {chosen.estimated_tokens} tokens)",
+        )
 
     _say(
         progress,
@@ -607,7 +723,9 @@ def optimize(
     try:
         with metered(budget, best) as (meter, tracker), contextlib.redirect_stdout(progress or sys.stderr):
             try:
-                compiled = _compile(settings, student, train_examples, dev_examples, task_lm, teacher_lm)
+                compiled = _compile(
+                    settings, start, train_examples, dev_examples, task_lm, teacher_lm, train_split.episodes
+                )
             finally:
                 usage["search"] = _phase_usage(meter, tracker)
     except BudgetExhausted as stop:
@@ -642,7 +760,21 @@ def optimize(
                 program, dev_split.episodes, workers=workers, progress=progress, label="dev after"
             )
     usage["after"] = _phase_usage(meter, tracker)
-    manifest = manifest_for(program, status, after, **({"error": error} if error else {}))
+    paired = paired_difference(before.episode_scores, after.episode_scores)
+    selection = {"paired_dev_difference": paired_record(paired)}
+    if not paired.better:
+        if program is not student:
+            _say(
+                progress,
+                f"dev edge-F1 difference {paired.text()} is not above 0 beyond noise: keeping the uncompiled program",
+            )
+        selection["selected"] = "uncompiled"
+        program, after = student, before
+    else:
+        selection["selected"] = "compiled"
+        _say(progress, f"dev edge-F1 difference {paired.text()}: the compiled program is kept")
+    extra_notes = {**selection, **demo_provenance(program), **({"error": error} if error else {})}
+    manifest = manifest_for(program, status, after, **extra_notes)
     save(program, out_dir, manifest)
     return OptimizeReport(
         out_dir=out_dir,

@@ -6,9 +6,12 @@ extraction rules, datetime rules) word for word; `tests/test_signatures.py` keep
 
 from __future__ import annotations
 
-import dspy
+from typing import Final, Literal
 
-from edgewise.signatures.types import ExtractedEdge
+import dspy
+from pydantic import BaseModel
+
+from edgewise.signatures.types import CompactEdge, CompactEdgeTextDates, Edge, ExtractedEdge, format_utc
 
 
 class ExtractEdges(dspy.Signature):
@@ -47,25 +50,92 @@ class ExtractEdges(dspy.Signature):
     - If only a year is mentioned, use January 1st at 00:00:00.
     """
 
+    # Inputs run from what a user's episodes share to what each one has alone: the request is then a
+    # long common prefix (instructions, demos, types, the conversation so far) that llama-server's
+    # prompt cache computes once, and only the tail is new for each episode.
+    relationship_types: dict[str, str] = dspy.InputField(
+        desc="RELATIONSHIP TYPES: name -> meaning of the most important relationship types"
+    )
+    custom_prompt: str = dspy.InputField(desc="extra instructions from the caller; may be empty")
     previous_episodes: list[str] = dspy.InputField(
         desc="PREVIOUS EPISODES, oldest first; only for disambiguating references and continuity"
     )
-    episode_content: str = dspy.InputField(desc="CURRENT EPISODE: the text to extract facts from")
     entities: list[dict[str, str]] = dspy.InputField(
         desc="ENTITIES: the only names allowed as sourceEntityName and targetEntityName"
     )
     reference_time: str = dspy.InputField(
         desc="REFERENCE_TIME, ISO 8601 (UTC); used to resolve relative time mentions"
     )
-    relationship_types: dict[str, str] = dspy.InputField(
-        desc="RELATIONSHIP TYPES: name -> meaning of the most important relationship types"
-    )
-    custom_prompt: str = dspy.InputField(desc="extra instructions from the caller; may be empty")
-    missing_facts: list[str] = dspy.InputField(
-        desc="facts a reviewer found missing from an earlier pass; also extract edges for these "
-        "(empty on the first pass)"
-    )
+    episode_content: str = dspy.InputField(desc="CURRENT EPISODE: the text to extract facts from")
     edges: list[ExtractedEdge] = dspy.OutputField(
         desc="the extracted edges, each fact once; an empty list when the episode states no fact between "
         "two ENTITIES"
+    )
+
+
+MISSING_FACTS_FIELD: Final = "missing_facts"
+
+
+def with_missing_facts(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    """`signature` (possibly tuned) plus the reviewer's hints, for a re-extraction call only.
+
+    The first pass has nothing to say here, so its signature has no such field (as DSPy's `Refine`
+    adds its hint field only when there is a hint); tuned instructions and demos carry over.
+    """
+    return signature.append(
+        MISSING_FACTS_FIELD,
+        dspy.InputField(
+            desc="facts a reviewer found missing from an earlier pass; also extract edges for these"
+        ),
+        type_=list[str],
+    )
+
+
+OutputShape = Literal["seed", "compact", "compact-text-dates"]
+OUTPUT_SHAPES: Final[tuple[OutputShape, ...]] = ("seed", "compact", "compact-text-dates")
+_REPLY_EDGE: Final[dict[str, type[BaseModel]]] = {
+    "seed": ExtractedEdge,
+    "compact": CompactEdge,
+    "compact-text-dates": CompactEdgeTextDates,
+}
+
+
+def extract_signature(shape: OutputShape) -> type[dspy.Signature]:
+    """`ExtractEdges` with the reply shape the model writes.
+
+    `seed`: the seed's edge objects (camelCase keys, ISO 8601 instants). `compact`: subject, type,
+    object, fact and day-precision dates under short keys, which is fewer generated tokens per edge
+    under a decoding grammar; the module maps it back to the seed's shape. `compact-text-dates`: the
+    same, but a date may also be the text's own time words ("in 1964", "last May"), which
+    post-processing resolves against REFERENCE_TIME, so that the model copies instead of computing.
+    Same instructions for all.
+    """
+    if shape == "seed":
+        return ExtractEdges
+    if shape in _REPLY_EDGE:
+        return ExtractEdges.with_updated_fields("edges", type_=list[_REPLY_EDGE[shape]])
+    raise ValueError(f"unknown output shape {shape!r}; known: {', '.join(OUTPUT_SHAPES)}")
+
+
+def reply_edge(edge: Edge, shape: OutputShape) -> BaseModel:
+    """`edge` written as the model would write it in `shape` (a gold edge shown as a demo)."""
+    if shape == "seed":
+        return ExtractedEdge(
+            relationshipType=edge.relationship_type,
+            sourceEntityName=edge.source_entity_name,
+            targetEntityName=edge.target_entity_name,
+            fact=edge.fact,
+            validAt=format_utc(edge.valid_at) if edge.valid_at else None,
+            invalidAt=format_utc(edge.invalid_at) if edge.invalid_at else None,
+        )
+    day = {
+        name: value.date().isoformat() if value else None
+        for name, value in (("validAt", edge.valid_at), ("invalidAt", edge.invalid_at))
+    }
+    return _REPLY_EDGE[shape](
+        source=edge.source_entity_name,
+        type=edge.relationship_type,
+        target=edge.target_entity_name,
+        fact=edge.fact,
+        **day,
     )

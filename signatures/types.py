@@ -97,6 +97,54 @@ class ExtractedEdge(BaseModel):
     invalidAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
 
 
+class CompactEdge(BaseModel):
+    """An edge as the model writes it: subject, relation, object, the fact, then its dates."""
+
+    source: str = Field(description="exact name of the subject entity from ENTITIES")
+    type: str = Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")
+    target: str = Field(description="exact name of the object entity from ENTITIES")
+    fact: str = Field(description="the fact: one short sentence quoting or closely paraphrasing the source")
+    validAt: str | None = Field(default=None, description="date it became true, YYYY-MM-DD (UTC), or null")
+    invalidAt: str | None = Field(default=None, description="date it stopped being true, YYYY-MM-DD, or null")
+
+    def extracted(self, reference_time: datetime) -> ExtractedEdge:
+        """The seed's field names; a date on REFERENCE_TIME's day is REFERENCE_TIME itself.
+
+        The compact shape asks for dates without a time of day (eight generated tokens fewer per
+        date); the seed's rule "ongoing: validAt = REFERENCE_TIME" is then kept exactly by mapping
+        the reference day back to the reference instant.
+        """
+        reference_day = reference_time.astimezone(UTC).date().isoformat()
+
+        def instant(value: str | None) -> str | None:
+            return (
+                format_utc(reference_time) if value is not None and value.strip() == reference_day else value
+            )
+
+        return ExtractedEdge(
+            relationshipType=self.type,
+            sourceEntityName=self.source,
+            targetEntityName=self.target,
+            fact=self.fact,
+            validAt=instant(self.validAt),
+            invalidAt=instant(self.invalidAt),
+        )
+
+
+class CompactEdgeTextDates(CompactEdge):
+    """An edge as the model writes it: subject, relation, object, the fact, then when, in words."""
+
+    validAt: str | None = Field(
+        default=None,
+        description='when it became true: YYYY-MM-DD, or the time words of the text ("in 1964", "last May", '
+        '"now" if ongoing), or null',
+    )
+    invalidAt: str | None = Field(
+        default=None,
+        description="when it stopped being true: YYYY-MM-DD, or the time words of the text, or null",
+    )
+
+
 class Edge(_CamelModel):
     """A temporal graph edge between two entities of the episode."""
 

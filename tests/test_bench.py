@@ -166,17 +166,20 @@ def test_table_has_every_column_and_says_how_failures_count(bench: tuple[BenchRe
     assert table == report.table()
     lines = table.splitlines()
     assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
-    rows = [line for line in lines[2:] if line.startswith("|")]
+    rows = [line for line in lines[2 : lines.index("")] if line.startswith("|")]
     assert len(rows) == 4
-    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    assert cells[:2] == ["openai/gpt-4o-mini", "seed"]
-    assert cells[2].startswith("0.571 [")
-    assert cells[3] == "0.714" and cells[7] == "0.750"
-    assert cells[8] == "0/4" and cells[9] == "1/4"
-    assert cells[10] == "0.75" and cells[11] == "15.0"
-    assert cells[15] != "n/a"
+    cells = dict(zip(COLUMNS, (cell.strip() for cell in rows[0].strip("|").split("|")), strict=True))
+    assert (cells["model"], cells["program"]) == ("openai/gpt-4o-mini", "seed")
+    assert cells["edge-F1 [95% CI]"].startswith("0.571 [")
+    assert cells["Δ edge-F1 vs baseline [paired 95% CI]"] == "-"  # no --baseline
+    assert cells["macro edge-F1 over sources"] == f"{(6 / 9 + 2 / 5) / 2:.3f}"  # alpha 6/9, beta 2/5
+    assert cells["pair-F1"] == "0.714" and cells["invalidAt acc"] == "0.750"
+    assert cells["parse-fail"] == "0/4" and cells["failed"] == "1/4"
+    assert cells["LM calls/ep"] == "0.75" and cells["prompt tok/ep"] == "15.0"
+    assert cells["cost/ep USD"] != "n/a"
     local_cells = [cell.strip() for cell in rows[2].strip("|").split("|")]
-    assert local_cells[15] == "n/a"
+    assert local_cells[-1] == "n/a"
+    assert "| model | program | alpha (2) | beta (2) |" in table  # the per-source table
     assert "scored as empty predictions" in table
 
 
@@ -406,3 +409,42 @@ def test_bench_has_no_cache_flag_because_its_cache_is_always_off(capsys: Any) ->
     with pytest.raises(SystemExit) as exited:
         main(["bench", "--programs", "default", "--split", "smoke", "--no-cache"])
     assert exited.value.code == 1 and "--no-cache" in capsys.readouterr().err  # a usage error: nothing ran
+
+
+def test_baseline_gives_every_other_program_its_paired_difference(tmp_path: Path) -> None:
+    def respond_seed_worse(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        text = "\n".join(str(message.get("content")) for message in messages)
+        if "Ana has worked" in text and "[[ ## episode_content ## ]]" not in text:  # the seed prompt
+            return edges_reply(edge("Ana", "WORKS_AT", "Acme", validAt="2021-01-01T00:00:00Z"))
+        return respond(messages, kwargs)
+
+    report = run_bench(
+        [LMConfig(model="openai/gpt-4o-mini")],
+        programs("seed", "default"),
+        load_fixture(),
+        workers=1,
+        out_dir=tmp_path,
+        progress=False,
+        lm_factory=factory_for(respond_seed_worse),
+        baseline="seed",
+    )
+    seed_run, default_run = report.runs
+    assert seed_run.comparison is None
+    comparison = default_run.comparison
+    assert comparison is not None and comparison.baseline == "seed"
+    overall = comparison.overall
+    assert overall.difference == pytest.approx(default_run.scores.edge_f1 - seed_run.scores.edge_f1)
+    assert overall.difference > 0 and overall.low <= overall.difference <= overall.high
+    assert overall.episodes == 4
+    assert comparison.per_source["beta"].difference == 0  # same replies there
+    assert comparison.per_source["alpha"].difference > 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["baseline"] == "seed"
+    assert results["runs"][1]["comparison"]["overall"]["difference"] == pytest.approx(overall.difference)
+    table = (tmp_path / "results.md").read_text()
+    assert f"| default | {default_run.scores.edge_f1:.3f} [" in table.replace("openai/gpt-4o-mini | ", "")
+    assert overall.text() in table and "| baseline |" in table
+    assert f"(Δ {comparison.per_source['alpha'].text()})" in table
+    with pytest.raises(ValueError, match="baseline 'nope' is not one of the programs"):
+        run_bench([LMConfig(model="x/y")], programs("seed"), load_fixture(), baseline="nope",
+                  lm_factory=factory_for(respond), progress=False)  # fmt: skip

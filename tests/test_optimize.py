@@ -439,3 +439,78 @@ def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
         )
         text = "".join(p.read_text() for p in directory.iterdir())
         assert "api_key" not in text and "api_base" not in text and "127.0.0.1" not in text
+
+
+def test_gold_search_shows_labeled_episodes_as_demos_and_keeps_them_when_dev_improves(tmp_path):
+    report = compile_with(tmp_path / "gold", optimizer="gold", gold_demos=1, candidates=2)
+
+    assert report.after is not None and report.after.edge_f1 == 1.0  # demos make the fake complete
+    demos = load(tmp_path / "gold").extract.demos
+    assert len(demos) == 1 and demos[0]["gold_episode_id"] in {episode.id for episode in TRAIN}
+    assert {edge["relationshipType"] for edge in demos[0]["edges"]} == {"WORKS_AT", "LIVES_IN"}  # the gold
+    notes = json.loads((tmp_path / "gold" / MANIFEST_FILE).read_text())["notes"]
+    assert notes["selected"] == "compiled" and notes["extract_gold_demo_ids"] == [demos[0]["gold_episode_id"]]
+    paired = notes["paired_dev_difference"]
+    assert paired["difference"] == pytest.approx(1 / 3, abs=1e-3) and paired["low"] > 0
+    assert paired["episodes"] == len(DEV) and paired["level"] == 0.95
+
+
+def test_a_candidate_whose_gain_is_inside_the_noise_does_not_replace_the_uncompiled_program(tmp_path):
+    dev = [labeled(i) for i in (4, 5, 6, 7)]
+
+    def respond_better_on_one(messages, kwargs):
+        reply = json.loads(respond(messages, kwargs))
+        if "edges" in reply and not re.search(r"Ann4 works", str(messages[-1]["content"])):
+            reply["edges"] = reply["edges"][:1]  # the demos help episode 4 only
+        return json.dumps(reply)
+
+    report = compile_with(tmp_path / "noise", ScriptedLM(respond_better_on_one), optimizer="gold", dev=dev,
+                          gold_demos=1, candidates=1)  # fmt: skip
+
+    assert (
+        report.candidate_scores and max(report.candidate_scores) > report.before.mean_f1
+    )  # it looked better
+    notes = json.loads((tmp_path / "noise" / MANIFEST_FILE).read_text())["notes"]
+    assert notes["selected"] == "uncompiled" and notes["paired_dev_difference"]["low"] <= 0
+    assert load(tmp_path / "noise").extract.demos == []
+    assert report.after == report.before
+
+
+@pytest.mark.parametrize("optimizer", ["mipro", "gepa"])
+def test_instruction_search_can_start_from_gold_demos(tmp_path, optimizer):
+    report = compile_with(tmp_path / optimizer, optimizer=optimizer, gold_demos=1, budget=80, auto="light")
+    loaded = load(tmp_path / optimizer)
+    assert report.after is not None and report.after.edge_f1 == 1.0
+    assert [demo.get("gold_episode_id") for demo in loaded.extract.demos][:1] != [None]
+    assert json.loads((tmp_path / optimizer / MANIFEST_FILE).read_text())["settings"]["gold_demos"] == 1
+
+
+def test_the_output_shape_is_compiled_and_loaded_with_the_program(tmp_path):
+    def respond_compact(messages, kwargs):
+        reply = json.loads(respond(messages, kwargs))
+        if "edges" in reply:
+            reply["edges"] = [
+                {
+                    "source": e["sourceEntityName"],
+                    "type": e["relationshipType"],
+                    "target": e["targetEntityName"],
+                    "fact": e["fact"],
+                }
+                for e in reply["edges"]
+            ]
+        return json.dumps(reply)
+
+    compile_with(tmp_path / "compact", ScriptedLM(respond_compact), optimizer="gold", gold_demos=1,
+                 output_shape="compact")  # fmt: skip
+    loaded = load(tmp_path / "compact")
+    assert loaded.output_shape == "compact"
+    assert set(loaded.extract.demos[0]["edges"][0]) == {
+        "source",
+        "type",
+        "target",
+        "fact",
+        "validAt",
+        "invalidAt",
+    }
+    with lm_context(ScriptedLM(respond_compact)):
+        assert len(loaded(DEV[0].episode()).edges) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,9 @@ from edgewise.signatures.extract_edge_attributes import (
     attributes_model,
     attributes_signature,
 )
-from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.extract_edges import ExtractEdges, extract_signature, with_missing_facts
 from edgewise.signatures.find_missing_facts import FindMissingFacts
-from edgewise.signatures.types import EdgeType
+from edgewise.signatures.types import CompactEdge, EdgeType
 
 SEED = (Path(__file__).parent / "fixtures" / "seed" / "extractEdges.ts").read_text()
 
@@ -94,16 +95,18 @@ def test_extract_edge_attributes_carries_the_attributes_prompt(sentence):
 
 
 def test_extract_edges_fields_mirror_the_seed_blocks():
+    # Shared inputs first (cached prefix), the episode's own last.
     assert list(ExtractEdges.input_fields) == [
-        "previous_episodes",
-        "episode_content",
-        "entities",
-        "reference_time",
         "relationship_types",
         "custom_prompt",
-        "missing_facts",
+        "previous_episodes",
+        "entities",
+        "reference_time",
+        "episode_content",
     ]
     assert list(ExtractEdges.output_fields) == ["edges"]
+    # The reviewer's hints exist only in a re-extraction call, as the last input.
+    assert list(with_missing_facts(ExtractEdges).input_fields)[-1] == "missing_facts"
     assert list(FindMissingFacts.output_fields) == ["missing_facts"]
 
 
@@ -121,3 +124,28 @@ def test_attribute_signature_output_is_a_concrete_model_keeping_tuned_instructio
     assert attributes_model(edge_type).model_json_schema()["properties"]["since_year"]["anyOf"][0] == {
         "type": "integer"
     }
+
+
+def test_compact_shape_keeps_the_instructions_and_changes_only_the_reply():
+    compact = extract_signature("compact")
+    assert compact.instructions == ExtractEdges.instructions
+    assert list(compact.input_fields) == list(ExtractEdges.input_fields)
+    item = compact.output_fields["edges"].annotation.__args__[0]
+    assert list(item.model_fields) == ["source", "type", "target", "fact", "validAt", "invalidAt"]
+    with pytest.raises(ValueError, match="unknown output shape"):
+        extract_signature("tiny")  # type: ignore[arg-type]
+
+
+def test_compact_edge_maps_back_to_the_seed_names_and_the_reference_instant():
+    reference = datetime(2024, 3, 18, 20, 0, tzinfo=UTC)
+    compact = CompactEdge(
+        source="Ana", type="WORKS_AT", target="Acme", fact="f", validAt="2024-03-18", invalidAt="2025-01-02"
+    )
+    edge = compact.extracted(reference)
+    assert (edge.sourceEntityName, edge.relationshipType, edge.targetEntityName) == (
+        "Ana",
+        "WORKS_AT",
+        "Acme",
+    )
+    assert edge.validAt == "2024-03-18T20:00:00Z"  # ongoing: REFERENCE_TIME itself, as the seed asks
+    assert edge.invalidAt == "2025-01-02"  # other days are left to post-processing

@@ -65,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"(the uncompiled EdgeExtractor), or compiled program directories/names (default: {DEFAULT_PROGRAMS}). "
         "Example: --programs seed,default,runs/prog",
     )
+    parser.add_argument(
+        "--baseline",
+        help="one of --programs: every other program gets its edge-F1 difference from it on the same model and "
+        "episodes, with a paired bootstrap 95%% interval, overall and per source. Example: --baseline default",
+    )
     data = parser.add_mutually_exclusive_group()
     data.add_argument(
         "--split",
@@ -171,9 +176,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--reflexion-rounds must be >= 0")
     base = config_from_args(args)
     models = parse_models(args.models or base.model, base)
+    names = split_list(args.programs, "--programs")
+    if args.baseline is not None and args.baseline not in names:
+        raise ValueError(f"--baseline {args.baseline!r} must be one of --programs ({', '.join(names)})")
     programs = {
         spec: resolve_program(spec, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
-        for spec in split_list(args.programs, "--programs")
+        for spec in names
     }
     episodes: Sequence[LabeledEpisode] = read_episodes(args.split, args.data)
     if args.limit is not None:
@@ -191,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
             reflexion_rounds=args.reflexion_rounds,
             open_types=args.open_types,
             progress=not args.no_progress,
+            baseline=args.baseline,
         )
     except BenchInterrupted as interrupted:
         _print_report(interrupted.report, out_dir)

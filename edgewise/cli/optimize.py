@@ -8,8 +8,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm
-from edgewise.optimize.run import AUTO_LEVELS, DEFAULT_DEMO_THRESHOLD, OPTIMIZERS, optimize
+from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
+from edgewise.optimize.run import (
+    AUTO_LEVELS,
+    DEFAULT_DEMO_THRESHOLD,
+    DEFAULT_GOLD_CANDIDATES,
+    DEFAULT_MINIBATCH_SIZE,
+    OPTIMIZERS,
+    optimize,
+)
 from edgewise.programs import add_open_types_argument
+from edgewise.signatures.extract_edges import OUTPUT_SHAPES
 
 HELP = "compile a tuned program (instructions and demos) and save it"
 DESCRIPTION = """Tune the edge extractor's instructions and few-shot demos for one model with a DSPy optimizer,
@@ -21,6 +30,7 @@ found so far in --out. No API key or endpoint is written to the artifact."""
 
 EXAMPLES = """examples:
   edgewise optimize --model local --optimizer bootstrap --train smoke --dev smoke --out /tmp/prog
+  edgewise optimize --model local --optimizer gold --gold-demos 3 --candidates 4 --out runs/gold
   edgewise optimize --model local/qwen2.5-coder-0.5b --teacher-model local/qwen2.5-coder-1.5b \\
       --optimizer mipro --auto light --budget 2000 --out runs/qwen05-mipro
   edgewise optimize --model openai/gpt-4o-mini --reflection-model openai/gpt-4o --optimizer gepa \\
@@ -46,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=OPTIMIZERS,
         default="bootstrap",
         help="mipro = MIPROv2 (instructions and demos), gepa = GEPA (instructions, from the metric's "
-        "feedback), bootstrap = bootstrapped demos with random search (default). Example: --optimizer mipro",
+        "feedback), bootstrap = bootstrapped demos with random search (default), gold = seeded picks of "
+        "labeled training episodes as demos (no teacher), each scored on dev. Example: --optimizer gold",
     )
     parser.add_argument(
         "--auto",
@@ -79,6 +90,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="most bootstrapped demos per step (default 4; 0 = instructions only, mipro/gepa). Example: --max-demos 2",
     )
     parser.add_argument(
+        "--gold-demos",
+        type=int,
+        default=0,
+        help="gold: demos per candidate (default: --max-demos); mipro and gepa: start from this many "
+        "gold demos and tune the instructions around them (default 0: none). Example: --gold-demos 3",
+    )
+    parser.add_argument(
+        "--demo-tokens",
+        type=int,
+        default=DEFAULT_DEMO_TOKEN_BUDGET,
+        help="estimated prompt tokens all gold demos together may take; recorded in the manifest "
+        f"(default {DEFAULT_DEMO_TOKEN_BUDGET}). Example: --demo-tokens 1500",
+    )
+    parser.add_argument(
+        "--output-shape",
+        choices=OUTPUT_SHAPES,
+        default="seed",
+        help="the reply the model writes: seed (the seed's edge objects), compact (short keys, subject "
+        "before type before object, dates as days), compact-text-dates (compact, dates also as the text's "
+        "words); results always have the seed's shape (default seed). Example: --output-shape compact",
+    )
+    parser.add_argument(
+        "--minibatch-size",
+        type=int,
+        default=DEFAULT_MINIBATCH_SIZE,
+        help=f"mipro: dev episodes a trial is scored on (default {DEFAULT_MINIBATCH_SIZE}); the best trials "
+        "are scored on all of dev. Example: --minibatch-size 20",
+    )
+    parser.add_argument(
         "--budget",
         type=int,
         help="stop the search after this many LM calls (task and teacher models together, cached replies "
@@ -103,7 +143,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         help="bootstrap: shuffled demo sets tried after the unshuffled one (default 6, so 7 candidates; 0 "
         "tries the unshuffled one only); mipro: instruction and demo candidates, replacing --auto (needs "
-        "--trials). Example: --candidates 4",
+        f"--trials); gold: demo sets scored on dev (default {DEFAULT_GOLD_CANDIDATES}). Example: --candidates 4",
     )
     parser.add_argument(
         "--trials",
@@ -192,6 +232,10 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget,
             reflexion_rounds=args.reflexion_rounds,
             closed_types=not args.open_types,
+            output_shape=args.output_shape,
+            gold_demos=args.gold_demos,
+            demo_tokens=args.demo_tokens,
+            minibatch_size=args.minibatch_size,
             workers=args.workers,
             candidates=args.candidates,
             trials=args.trials,
