@@ -317,6 +317,16 @@ class BatchSummary:
         self.retries.update(retries)
         self.retried_episodes += bool(sum(retries.values()))
 
+    def count(self, record: dict[str, Any], requests: int, retries: Counter[str]) -> None:
+        """Count one output record of this run, and the model requests it took."""
+        self.lines += 1
+        if "error" in record:
+            self.failed[record["error"]["reason"]] += 1
+        else:
+            self.done += 1
+            self.parse_failures += bool(record.get("parseFailures"))
+        self.add_retries(requests, retries)
+
     def text(self) -> str:
         """One line for stderr: `1000 lines in 41.2 s: done 975 ..., failed 25 (...); retried ...`."""
         failed = sum(self.failed.values())

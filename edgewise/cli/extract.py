@@ -9,29 +9,23 @@ import time
 from collections import Counter
 from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
-import dspy
 from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
+from edgewise.episode_runner import extract_records
 from edgewise.jsonl import (
     BatchSummary,
-    InputLine,
     ResumePoint,
     claim_output,
-    error_record,
     read_episode_lines,
     refuse_same_file,
-    result_record,
     write_record,
 )
-from edgewise.modules.batch import iter_concurrently
-from edgewise.modules.faults import episode_scope, failure_reason
 from edgewise.modules.flags import above, at_least
-from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm, redact
+from edgewise.modules.lm import add_lm_arguments, config_from_args, lm_context, open_lm
 from edgewise.programs import add_open_types_argument, resolve_program
-from edgewise.signatures.types import ExtractionResult
 
 HELP = "extract edges from JSONL episodes"
 DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per line.
@@ -126,42 +120,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class EpisodeOutcome(NamedTuple):
-    """What one input line came to: a result, or the error that ended it, and its model requests."""
-
-    result: ExtractionResult | None
-    error: Exception | None
-    requests: int
-    retries: Counter[str]
-
-
-def extract_episode(program: dspy.Module, item: InputLine, timeout_s: float | None) -> EpisodeOutcome:
-    """Run `program` on one line's episode under its deadline; never raises for a failed episode."""
-    if item.episode is None:
-        return EpisodeOutcome(None, None, 0, Counter())
-    with episode_scope(timeout_s) as stats:
-        try:
-            result = program(item.episode).result
-            stats.check()  # a result that arrives after the deadline is not used
-        except Exception as error:  # noqa: BLE001 - a failed episode is an output line, not the end of the run
-            return EpisodeOutcome(None, error, stats.requests, stats.retry_reasons)
-    return EpisodeOutcome(result, None, stats.requests, stats.retry_reasons)
-
-
-def outcome_record(item: InputLine, outcome: EpisodeOutcome | Exception, config: LMConfig) -> dict[str, Any]:
-    """The output line for one input line: its result, or an error with a reason and no secrets."""
-    if item.error is not None:
-        return error_record(item, "input", {"reason": "invalid_input", **item.error.record()})
-    if isinstance(outcome, EpisodeOutcome) and outcome.result is not None:
-        return result_record(item, outcome.result)
-    error = outcome if isinstance(outcome, Exception) else outcome.error
-    error = error or RuntimeError("the program returned no result")
-    message = redact(f"{type(error).__name__}: {error}", config)
-    return error_record(
-        item, "lm", {"reason": failure_reason(error), "line": item.line, "field": None, "message": message}
-    )
-
-
 def _descriptor(stream: IO[Any]) -> int | None:
     """The file descriptor behind a standard stream, or None when it has none (a test's StringIO)."""
     try:
@@ -208,20 +166,12 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
             tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=resumed.lines)
         )
         items = read_episode_lines(stream_in, source, skip=resumed.lines)
-        outcomes = iter_concurrently(
-            lambda item: extract_episode(program, item, args.episode_timeout), items, workers=args.workers
+        lines = extract_records(
+            program, items, config=config, timeout_s=args.episode_timeout, workers=args.workers
         )
-        for item, outcome in outcomes:
-            record = outcome_record(item, outcome, config)
-            write_record(stream_out, record)
-            summary.lines += 1
-            if "error" in record:
-                summary.failed[record["error"]["reason"]] += 1
-            else:
-                summary.done += 1
-                summary.parse_failures += bool(record.get("parseFailures"))
-            if isinstance(outcome, EpisodeOutcome):
-                summary.add_retries(outcome.requests, outcome.retries)
+        for done in lines:
+            write_record(stream_out, done.record)
+            summary.count(done.record, done.requests, done.retries)
             progress.update(1)
     summary.wall_s = time.monotonic() - started
     print(f"edgewise extract: {summary.text()}", file=sys.stderr)
