@@ -6,8 +6,10 @@ under a `RetryPolicy` (exponential backoff with jitter; the provider's `Retry-Af
 optional shared `TokenBucket` (`--max-rps`) and the episode's deadline (`episode_scope`), and counts
 each retry, so that a batch reports what the provider cost it instead of guessing.
 
-DSPy classifies the errors (`is_retryable_lm_error`) and parses `Retry-After`; edgewise owns the loop
-because DSPy's own waits have no jitter, cannot be counted, and would sleep past an episode's deadline.
+DSPy classifies the errors (`is_retryable_lm_error`) and parses `Retry-After`; tenacity runs the loop,
+configured once (`_retry_settings`) for the threaded and the asyncio path. DSPy's and LiteLLM's own
+retries stay off: their waits have no jitter, cannot be counted, and would sleep past an episode's
+deadline.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, NoReturn, TypeVar, cast
 
 from dspy.utils.exceptions import (
     AdapterParseError,
@@ -38,6 +41,7 @@ from dspy.utils.exceptions import (
     LMTransportError,
     is_retryable_lm_error,
 )
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
 T = TypeVar("T")
 
@@ -109,31 +113,29 @@ def _is_timeout(error: BaseException) -> bool:
     return False
 
 
+# The reason of each failure class, most specific first: a ContextWindowExceededError is also an
+# LMInvalidRequestError, and every LM failure an LMError. Transport failures and 2xx bodies that are
+# not JSON are told apart by `failure_reason` itself.
+_REASON_OF_CLASS: Final[tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...]] = (
+    (DeadlineExceeded, REASON_DEADLINE),
+    (LMRateLimitError, REASON_RATE_LIMITED),
+    (LMTimeoutError, REASON_TIMEOUT),
+    (LMServerError, REASON_SERVER_ERROR),
+    (AdapterParseError, REASON_PARSE),
+    ((LMAuthError, LMBillingError), REASON_AUTH),
+    (ContextWindowExceededError, REASON_CONTEXT_WINDOW),
+    (LMInvalidRequestError, REASON_INVALID_REQUEST),
+    (LMError, REASON_PROVIDER_ERROR),
+)
+
+
 def failure_reason(error: BaseException) -> str:
     """The stable reason word for an exception from running an episode (see the REASON_ constants)."""
-    if isinstance(error, DeadlineExceeded):
-        return REASON_DEADLINE
-    if isinstance(error, LMRateLimitError):
-        return REASON_RATE_LIMITED
-    if isinstance(error, LMTimeoutError):
-        return REASON_TIMEOUT
     if isinstance(error, LMTransportError):
         return REASON_TIMEOUT if _is_timeout(error) else REASON_CONNECTION
-    if isinstance(error, LMServerError):
-        return REASON_SERVER_ERROR
     if is_invalid_success_body(error):
         return REASON_INVALID_RESPONSE
-    if isinstance(error, AdapterParseError):
-        return REASON_PARSE
-    if isinstance(error, LMAuthError | LMBillingError):
-        return REASON_AUTH
-    if isinstance(error, ContextWindowExceededError):
-        return REASON_CONTEXT_WINDOW
-    if isinstance(error, LMInvalidRequestError):
-        return REASON_INVALID_REQUEST
-    if isinstance(error, LMError):
-        return REASON_PROVIDER_ERROR
-    return REASON_INTERNAL
+    return next((reason for kind, reason in _REASON_OF_CLASS if isinstance(error, kind)), REASON_INTERNAL)
 
 
 def retry_after_seconds(error: BaseException) -> float | None:
@@ -162,16 +164,23 @@ class RetryPolicy(NamedTuple):
         ceiling = min(self.cap_s, self.base_s * 2 ** min(retry, 30))
         return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
 
-    def delay(self, error: BaseException, retry: int, rng: random.Random | None = None) -> float | None:
-        """Seconds to wait before retry number `retry` after `error`, or None: do not retry."""
+    def gives_up(self, error: BaseException, retry: int) -> bool:
+        """Whether `error` ends the retries before retry number `retry`, whatever the deadline."""
         if retry >= self.max_retries or not is_retryable(error):
-            return None
+            return True
+        hint = retry_after_seconds(error)
+        return hint is not None and hint > self.max_retry_after_s
+
+    def wait(self, error: BaseException, retry: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before retry number `retry` after `error`: the hint (plus jitter) or the backoff."""
         hint = retry_after_seconds(error)
         if hint is None:
             return self.backoff(retry, rng)
-        if hint > self.max_retry_after_s:
-            return None
         return hint + (rng or random).uniform(0, _RETRY_AFTER_JITTER * max(hint, self.base_s))
+
+    def delay(self, error: BaseException, retry: int, rng: random.Random | None = None) -> float | None:
+        """Seconds to wait before retry number `retry` after `error`, or None: do not retry."""
+        return None if self.gives_up(error, retry) else self.wait(error, retry, rng)
 
 
 class TokenBucket:
@@ -179,6 +188,13 @@ class TokenBucket:
 
     `reserve` takes a token at once and says how long its holder must wait before sending, so
     waiting callers are served in arrival order and the average rate never exceeds `rate`.
+
+    Written here rather than taken from a rate-limit library because the caller needs the wait before
+    it starts: a wait that would end past the episode's deadline fails at once (`_before_request`),
+    and the same reservation is slept with `time.sleep` on a worker thread or `asyncio.sleep` in a
+    task. The libraries do not give the wait back: pyrate-limiter waits inside its own `try_acquire`
+    (or fails fast), `limits` answers whether a request fits now (the caller would poll), and
+    aiolimiter serves asyncio tasks only, not the worker threads of a batch.
     """
 
     def __init__(self, rate: float, burst: int = 1, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -296,22 +312,58 @@ def _before_request(stats: EpisodeStats | None, limiter: TokenBucket | None) -> 
     return wait
 
 
-def _after_failure(
-    error: Exception, retry: int, policy: RetryPolicy, stats: EpisodeStats | None, rng: random.Random | None
-) -> float:
-    """Seconds to wait before retrying after `error`; raises when it should not be retried."""
-    delay = policy.delay(error, retry, rng)
-    if delay is None:
-        raise error
-    if stats is not None and stats.passed(delay):
+def _retry_settings(
+    policy: RetryPolicy, stats: EpisodeStats | None, rng: random.Random | None
+) -> dict[str, Any]:
+    """The one retry configuration, for `tenacity.Retrying` and `tenacity.AsyncRetrying` alike.
+
+    After a failed attempt tenacity asks `retry` (is the failure retryable?), then `wait` (how long
+    before the next attempt), then `stop` (give up now?): the policy gives up when retries run out or
+    a Retry-After is too long, and the episode gives up when the wait would end past its deadline, so
+    a retry that could only finish late is never attempted. Giving up raises the failure itself, or
+    `DeadlineExceeded` caused by it; `before_sleep` counts and logs each retry that goes ahead.
+    """
+
+    def failure(state: RetryCallState) -> BaseException:
+        """The last attempt's exception: tenacity consults these settings only after a failure."""
+        return cast("Future[Any]", state.outcome).exception()
+
+    def retries_so_far(state: RetryCallState) -> int:
+        return state.attempt_number - 1
+
+    def wait(state: RetryCallState) -> float:
+        return policy.wait(failure(state), retries_so_far(state), rng)
+
+    def stop(state: RetryCallState) -> bool:
+        if policy.gives_up(failure(state), retries_so_far(state)):
+            return True
+        return stats is not None and stats.passed(state.upcoming_sleep)
+
+    def give_up(state: RetryCallState) -> NoReturn:
+        error = failure(state)
+        if stats is None or policy.gives_up(error, retries_so_far(state)):
+            raise error
         raise stats.expired() from error
-    reason = failure_reason(error)
-    if stats is not None:
-        stats.add_retry(reason)
-    logger.info(
-        "model request failed (%s); retry %d of %d in %.2f s", reason, retry + 1, policy.max_retries, delay
-    )
-    return delay
+
+    def count_retry(state: RetryCallState) -> None:
+        reason = failure_reason(failure(state))
+        if stats is not None:
+            stats.add_retry(reason)
+        logger.info(
+            "model request failed (%s); retry %d of %d in %.2f s",
+            reason,
+            state.attempt_number,
+            policy.max_retries,
+            state.upcoming_sleep,
+        )
+
+    return {
+        "retry": retry_if_exception(is_retryable),
+        "wait": wait,
+        "stop": stop,
+        "retry_error_callback": give_up,
+        "before_sleep": count_retry,
+    }
 
 
 def call_with_retries(
@@ -324,16 +376,14 @@ def call_with_retries(
 ) -> T:
     """`send()` until it succeeds, a failure is not worth retrying, retries run out, or the deadline."""
     stats = current_stats()
-    retry = 0
-    while True:
-        wait = _before_request(stats, limiter)
-        if wait:
-            sleep(wait)
-        try:
-            return send()
-        except Exception as error:  # noqa: BLE001 - the policy decides which failures are retried
-            sleep(_after_failure(error, retry, policy, stats, rng))
-            retry += 1
+
+    def attempt() -> T:
+        pause = _before_request(stats, limiter)
+        if pause:
+            sleep(pause)
+        return send()
+
+    return Retrying(sleep=sleep, **_retry_settings(policy, stats, rng))(attempt)
 
 
 async def acall_with_retries(
@@ -345,13 +395,11 @@ async def acall_with_retries(
 ) -> T:
     """The async form of `call_with_retries`: waits with `asyncio.sleep`, never blocking the loop."""
     stats = current_stats()
-    retry = 0
-    while True:
-        wait = _before_request(stats, limiter)
-        if wait:
-            await asyncio.sleep(wait)
-        try:
-            return await send()
-        except Exception as error:  # noqa: BLE001 - the policy decides which failures are retried
-            await asyncio.sleep(_after_failure(error, retry, policy, stats, rng))
-            retry += 1
+
+    async def attempt() -> T:
+        pause = _before_request(stats, limiter)
+        if pause:
+            await asyncio.sleep(pause)
+        return await send()
+
+    return await AsyncRetrying(sleep=asyncio.sleep, **_retry_settings(policy, stats, rng))(attempt)

@@ -107,9 +107,9 @@ class EdgewiseLM(dspy.LM):
     LiteLLM knows the first for hosted models but not for a self-hosted OpenAI-compatible server
     (vLLM, llama.cpp, Ollama), which does take one; without it, small models return unparseable JSON.
 
-    Retries: DSPy makes one attempt per call (its own `num_retries` is 0 here) and edgewise repeats
+    Retries: DSPy makes one attempt per call (its own `num_retries` is 0 here) and tenacity repeats
     it under `retry_policy` (`num_retries` sets its `max_retries`), after `rate_limiter` allows each
-    request; see `edgewise.modules.faults` for why the loop lives here.
+    request; see `edgewise.modules.faults` for why DSPy's own retries are off.
     """
 
     def __init__(

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from edgewise.modules.faults import (
     DeadlineExceeded,
     RetryPolicy,
     TokenBucket,
+    acall_with_retries,
     call_with_retries,
     episode_scope,
     failure_reason,
@@ -151,6 +153,67 @@ def test_a_non_retryable_failure_is_raised_at_once() -> None:
 
     with pytest.raises(LMAuthError):
         call_with_retries(send, FAST, sleep=lambda _s: None)
+    assert len(calls) == 1
+
+
+def _call_on(path: str, send: Callable[[], str], policy: RetryPolicy) -> str:
+    """`send` through the threaded or the asyncio retry path, inside the caller's episode scope."""
+    if path == "sync":
+        return call_with_retries(send, policy, sleep=lambda _s: None)
+
+    async def send_async() -> str:
+        return send()
+
+    return asyncio.run(acall_with_retries(send_async, policy))
+
+
+def _failing(*errors: Exception) -> tuple[Callable[[], str], list[int]]:
+    """A `send` that raises `errors` in turn, then answers "reply"; and the list of its calls."""
+    calls: list[int] = []
+
+    def send() -> str:
+        calls.append(1)
+        if len(calls) <= len(errors):
+            raise errors[len(calls) - 1]
+        return "reply"
+
+    return send, calls
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_both_paths_retry_and_count_the_same(path: str) -> None:
+    send, calls = _failing(LMServerError("down", status=503), LMTransportError("connection reset"))
+    with episode_scope() as stats:
+        assert _call_on(path, send, FAST) == "reply"
+    assert len(calls) == 3
+    assert stats.requests == 3 and stats.retry_reasons == Counter(server_error=1, connection=1)
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_a_retry_that_would_end_past_the_deadline_is_not_attempted(path: str) -> None:
+    clock = _Clock()
+    send, calls = _failing(LMRateLimitError("slow down", retry_after=2.0))
+    with episode_scope(1.0, clock=clock) as stats, pytest.raises(DeadlineExceeded) as caught:
+        _call_on(path, send, FAST)
+    assert len(calls) == 1 and stats.retries == 0
+    assert isinstance(caught.value.__cause__, LMRateLimitError)
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_a_retry_after_over_the_limit_ends_the_retries_with_the_failure_itself(path: str) -> None:
+    send, calls = _failing(LMRateLimitError("come back in an hour", retry_after=3600))
+    with episode_scope(10.0) as stats, pytest.raises(LMRateLimitError):
+        _call_on(path, send, FAST)
+    assert len(calls) == 1 and stats.retries == 0
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_retries_run_out_before_the_deadline_is_consulted(path: str) -> None:
+    """The last failure is raised as itself, not as a deadline, when no retry was left anyway."""
+    clock = _Clock()
+    send, calls = _failing(*[LMRateLimitError("slow down", retry_after=2.0)] * 4)
+    with episode_scope(1.0, clock=clock), pytest.raises(LMRateLimitError):
+        _call_on(path, send, RetryPolicy(max_retries=0))
     assert len(calls) == 1
 
 
