@@ -328,6 +328,50 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
     return "\n".join(lines) + "\n"
 
 
+def save_done(path: Path, episodes: list[Any], runs: dict[str, Run]) -> None:
+    """Every measured configuration, whole, so that a later invocation can reuse it (`load_done`)."""
+    data = {
+        "episode_ids": [episode.id for episode in episodes],
+        "runs": {
+            text: {
+                "binary": run.binary,
+                "error": run.error,
+                "start_s": run.start_s,
+                "first_s": run.first_s,
+                "seconds": run.seconds,
+                "completion_tokens": run.completion_tokens,
+                "prompt_tokens": run.prompt_tokens,
+                "edges": run.edges,
+                "parse_failures": run.parse_failures,
+                "failed": run.failed,
+                "counters": run.counters,
+                "peak_rss": run.peak_rss,
+                "scores": [score.model_dump(mode="json") for score in run.scores],
+            }
+            for text, run in runs.items()
+        },
+    }
+    path.write_text(json.dumps(data, indent=1))
+
+
+def load_done(path: Path, episodes: list[Any]) -> dict[str, Run]:
+    """Configurations an earlier invocation measured on exactly these episodes."""
+    from edgewise.eval.metric import EpisodeScore
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if data.get("episode_ids") != [episode.id for episode in episodes]:
+        return {}
+    done = {}
+    for text, fields in data.get("runs", {}).items():
+        run = Run(Config.parse(text), **{k: v for k, v in fields.items() if k != "scores"})
+        run.scores = [EpisodeScore.model_validate(score) for score in fields["scores"]]
+        done[text] = run
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", required=True, help="comma-separated MODEL@RUNTIME[+OPTION...]")
@@ -342,11 +386,19 @@ def main(argv: list[str] | None = None) -> int:
     from edgewise.data import load_episodes
 
     configs = [Config.parse(text) for text in args.configs.split(",")]
-    episodes = [e for e in load_episodes(args.split) if not args.source or e.source == args.source][
-        : args.limit
-    ]
+    if args.source:
+        episodes = [e for e in load_episodes(args.split) if e.source == args.source][: args.limit]
+    else:  # every source: a seeded sample stratified by source, as `edgewise bench --limit` takes
+        from edgewise.eval.bench import stratified_sample
+
+        episodes = stratified_sample(load_episodes(args.split), args.limit, seed=0)
+    done = load_done(args.json, episodes) if args.json else {}
     runs = []
     for config in configs:
+        if config.text in done:
+            print(f"{config.text}: measured earlier, read from {args.json}", file=sys.stderr, flush=True)
+            runs.append(done[config.text])
+            continue
         print(f"{config.text}: {len(episodes)} episodes", file=sys.stderr, flush=True)
         runs.append(run_config(config, episodes, args))
         table = markdown(runs, episodes, args)
@@ -354,20 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text("# Local runtime options\n\n" + table, encoding="utf-8")
         if args.json:
-            args.json.write_text(
-                json.dumps(
-                    {
-                        run.config.text: {
-                            "error": run.error,
-                            "seconds": run.seconds,
-                            "f1": {s.episode_id: s.f1 for s in run.scores},
-                            "counters": run.counters,
-                        }
-                        for run in runs
-                    },
-                    indent=1,
-                )
-            )
+            save_done(args.json, episodes, {**done, **{run.config.text: run for run in runs}})
     print(markdown(runs, episodes, args))
     return 0
 

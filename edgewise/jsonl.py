@@ -32,9 +32,11 @@ from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarni
 class InputError(ValueError):
     """One input line that cannot become an episode; says which line and field."""
 
-    def __init__(self, source: str, line: int, field: str | None, message: str) -> None:
+    def __init__(self, source: str, line: int | None, field: str | None, message: str) -> None:
         self.source, self.line, self.field, self.message = source, line, field, message
-        where = f"{source} line {line}" + (f", field {field!r}" if field else "")
+        where = (
+            source + (f" line {line}" if line is not None else "") + (f", field {field!r}" if field else "")
+        )
         super().__init__(f"{where}: {message}")
 
     def record(self) -> dict[str, Any]:
@@ -45,7 +47,7 @@ class InputLine(NamedTuple):
     """An input line: its number, the id it carries (if any), its episode or why it has none, and
     the warnings its result carries (unknown fields that were ignored)."""
 
-    line: int
+    line: int | None
     id: str | None
     episode: Episode | None
     error: InputError | None
@@ -60,12 +62,12 @@ def field_path(location: tuple[int | str, ...]) -> str:
     return path
 
 
-def validation_error(source: str, line: int, error: ValidationError) -> InputError:
+def validation_error(source: str, line: int | None, error: ValidationError) -> InputError:
     first = error.errors()[0]
     return InputError(source, line, field_path(tuple(first["loc"])) or None, first["msg"])
 
 
-def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
+def parse_episode_line(raw: bytes, line: int | None, source: str) -> InputLine:
     """Decode, parse and validate one line; never raises."""
     try:
         text = raw.decode("utf-8")
@@ -79,6 +81,14 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:
         return InputLine(line, None, None, InputError(source, line, None, f"not valid JSON: {error}"))
+    return parse_episode_object(data, line, source)
+
+
+def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
+    """Validate one decoded line (or a table row as a dict) into an episode or an input error; never raises.
+
+    `line` is None for a row that has no position in a file (a Ray dataset row without a line column).
+    """
     if not isinstance(data, dict):
         return InputLine(line, None, None, InputError(source, line, None, "expected a JSON object"))
     raw_id = data.get("id")
@@ -96,7 +106,8 @@ def parse_episode_line(raw: bytes, line: int, source: str) -> InputLine:
     if not episode.entities:
         problem = no_entities_message(ENTITIES_FIELD, unknown)
         return InputLine(line, line_id, None, InputError(source, line, ENTITIES_FIELD, problem))
-    warnings = (ignored_field_warning(f"line {line}", unknown),) if unknown else ()
+    where = f"line {line}" if line is not None else "this row"
+    warnings = (ignored_field_warning(where, unknown),) if unknown else ()
     return InputLine(line, line_id, episode, None, warnings)
 
 

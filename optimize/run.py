@@ -458,7 +458,7 @@ def _compile(
         restrict = range(_UNSHUFFLED_CANDIDATE, candidates)
         return optimizer.compile(student, trainset=train, valset=dev, restrict=restrict)
     if settings.optimizer == "mipro":
-        explicit = settings.candidates is not None
+        candidates, trials = mipro_size(settings, len(dev))
         optimizer = dspy.MIPROv2(
             metric=edge_metric,
             prompt_model=teacher_lm or task_lm,
@@ -467,8 +467,8 @@ def _compile(
             # With gold demos the search is over instructions only: the demos stay as they are.
             max_bootstrapped_demos=0 if settings.gold_demos else settings.max_demos,
             max_labeled_demos=0,
-            auto=None if explicit else settings.auto or "light",
-            num_candidates=settings.candidates,
+            auto=None if candidates is not None else settings.auto or "light",
+            num_candidates=candidates,
             num_threads=settings.workers,
             seed=settings.seed,
             log_dir=settings.log_dir,
@@ -479,25 +479,69 @@ def _compile(
             student,
             trainset=train,
             valset=dev,
-            num_trials=settings.trials,
+            num_trials=trials,
             seed=settings.seed,
             minibatch=minibatch,
             minibatch_size=min(settings.minibatch_size, len(dev)),
-            minibatch_full_eval_steps=max(1, (settings.trials or 10) // 2),
+            # With a budget: one full dev score, of the best trial, at the end.
+            minibatch_full_eval_steps=trials if settings.budget is not None and trials else 5,
             # The dataset summary costs one long call per 10 training episodes; on a CPU-sized run
             # that budget buys trials instead. The proposer still sees the program and the demos.
             data_aware_proposer=False,
         )
+    budgeted = settings.budget is not None
     optimizer = dspy.GEPA(
         metric=edge_metric,
-        auto=settings.auto or "light",
+        auto=None if budgeted else settings.auto or "light",
+        # Metric calls are task-model calls; the reflection model's calls come on top of them.
+        max_metric_calls=max(1, int(settings.budget * _GEPA_METRIC_SHARE)) if budgeted else None,
         reflection_lm=teacher_lm or task_lm,
         component_selector="all",
         num_threads=settings.workers,
         log_dir=settings.log_dir,
         seed=settings.seed,
     )
-    return optimizer.compile(student, trainset=train, valset=dev)
+    return optimizer.compile(student, trainset=train, valset=_gepa_valset(settings, dev))
+
+
+_PLANNING_SHARE: Final = 0.9
+"""Share of `--budget` a search plans for; the rest absorbs calls its plan cannot count exactly."""
+
+_GEPA_METRIC_SHARE: Final = 0.6
+"""Share of `--budget` GEPA may spend on metric calls (task-model extractions); its reflection calls
+took the rest with room to spare in the tests' runs (3 components, minibatches of 3)."""
+
+_MIPRO_FIXED_CALLS: Final = 32
+"""LM calls a MIPROv2 run spends before its trials: bootstrapping traces for the proposer and
+proposing instructions (31 in the fake-LM tests: 3 candidates for each of the 3 predictors)."""
+
+
+def mipro_size(settings: SearchSettings, dev_size: int) -> tuple[int | None, int | None]:
+    """(instruction candidates, trials) for MIPROv2: given, derived from `--budget`, or its `auto`.
+
+    A budget pays for the fixed calls, one full dev score at the end and minibatch trials with the
+    rest, so that the run ends by itself instead of being cut by the budget before any full score.
+    """
+    if settings.candidates is not None:
+        return settings.candidates, settings.trials
+    if settings.budget is None:
+        return None, None
+    minibatch = min(settings.minibatch_size, dev_size)
+    # MIPROv2 scores the starting program and the best trial on all of dev: two full scores.
+    spare = int(settings.budget * _PLANNING_SHARE) - _MIPRO_FIXED_CALLS - 2 * dev_size
+    return 3, max(1, spare // minibatch)
+
+
+def _gepa_valset(settings: SearchSettings, dev: list[dspy.Example]) -> list[dspy.Example]:
+    """GEPA scores every new candidate on its whole valset; a budgeted run uses a source-stratified
+    part of dev (twice the minibatch size), and the result is scored on all of dev after the search."""
+    size = 2 * settings.minibatch_size
+    if settings.budget is None or len(dev) <= size:
+        return dev
+    from edgewise.eval.bench import stratified_sample
+
+    picked = {episode.id for episode in stratified_sample([e.labeled for e in dev], size, seed=settings.seed)}
+    return [example for example in dev if example.labeled.id in picked]
 
 
 def _gold_search(

@@ -514,3 +514,12 @@ def test_the_output_shape_is_compiled_and_loaded_with_the_program(tmp_path):
     }
     with lm_context(ScriptedLM(respond_compact)):
         assert len(loaded(DEV[0].episode()).edges) == 2
+
+
+@pytest.mark.parametrize("optimizer", ["mipro", "gepa"])
+def test_a_budgeted_instruction_search_is_sized_to_end_within_its_budget(tmp_path, optimizer):
+    dev = [labeled(i) for i in range(4, 10)]
+    report = compile_with(tmp_path / optimizer, optimizer=optimizer, dev=dev, budget=60, minibatch_size=2)
+    assert report.status == "complete"  # it planned within the budget instead of being cut off
+    assert report.usage["search"].calls <= 60
+    assert report.after is not None and report.after.edge_f1 == 1.0
