@@ -39,6 +39,7 @@ from edgewise.eval.paired import PairedDifference, paired_on_shared
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
+from edgewise.modules.usage import tracked_usage
 from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
@@ -76,6 +77,7 @@ class EpisodeRun(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     parse_failures: int = 0
     warnings: int = 0
     n_gold: int
@@ -142,6 +144,8 @@ class RunSummary(BaseModel):
     completion_tokens: int = 0
     calls_per_episode: float | None = None
     prompt_tokens_per_episode: float | None = None
+    uncached_prompt_tokens_per_episode: float | None = None
+    """Prompt tokens the server evaluated, not taken from its prompt cache (where it reports that)."""
     completion_tokens_per_episode: float | None = None
     usage_per_step: dict[str, StepUsage] = Field(default_factory=dict)
     latency_p50_s: float | None = None
@@ -310,9 +314,7 @@ class _Outcome:
     result: ExtractionResult | None
     error: BaseException | None
     latency_s: float
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
+    usage: StepUsage
 
 
 @dataclass
@@ -343,18 +345,12 @@ def _extract_one(program: dspy.Module, job: _Job) -> _Outcome:
         except Exception as caught:  # noqa: BLE001  (any failure of one episode is its outcome)
             error = caught
     latency = time.perf_counter() - started
-    calls = prompt = completion = 0
-    for entries in tracker.usage_data.values():
-        for entry in entries:
-            calls += 1
-            prompt += int(entry.get("prompt_tokens") or 0)
-            completion += int(entry.get("completion_tokens") or 0)
-    return _Outcome(result, error, latency, calls, prompt, completion)
+    return _Outcome(result, error, latency, tracked_usage(tracker))
 
 
 def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, log: EpisodeLog) -> None:
     if isinstance(outcome, Exception):  # the worker itself failed; keep the episode, with no usage
-        outcome = _Outcome(None, outcome, 0.0, 0, 0, 0)
+        outcome = _Outcome(None, outcome, 0.0, StepUsage())
     result = outcome.result
     score = score_episode(job.labeled, result.edges if result is not None else [])
     message = None
@@ -371,9 +367,10 @@ def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, 
         status="failed" if outcome.error is not None else "ok",
         error=message,
         latency_s=outcome.latency_s,
-        calls=outcome.calls,
-        prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens,
+        calls=outcome.usage.calls,
+        prompt_tokens=outcome.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens,
+        cached_prompt_tokens=outcome.usage.cached_prompt_tokens,
         parse_failures=result.parse_failures if result is not None else 0,
         warnings=len(result.warnings) if result is not None else 0,
         n_gold=score.n_gold,
@@ -420,6 +417,8 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     summary.completion_tokens = sum(run.completion_tokens for run in runs)
     summary.calls_per_episode = summary.calls / n
     summary.prompt_tokens_per_episode = summary.prompt_tokens / n
+    cached = sum(run.cached_prompt_tokens for run in runs)
+    summary.uncached_prompt_tokens_per_episode = (summary.prompt_tokens - cached) / n
     summary.completion_tokens_per_episode = summary.completion_tokens / n
     latencies = [run.latency_s for run in runs]
     summary.latency_p50_s = percentile(latencies, 0.50)

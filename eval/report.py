@@ -39,6 +39,7 @@ COLUMNS: Final[tuple[str, ...]] = (
     "failed",
     "LM calls/ep",
     "prompt tok/ep",
+    "uncached prompt tok/ep",
     "completion tok/ep",
     "latency p50 s",
     "latency p95 s",
@@ -91,6 +92,7 @@ def table_row(run: RunSummary, baseline: str | None = None) -> list[str]:
         f"{run.failed_episodes}/{n}",
         _number(run.calls_per_episode, 2),
         _number(run.prompt_tokens_per_episode, 1),
+        _number(run.uncached_prompt_tokens_per_episode, 1),
         _number(run.completion_tokens_per_episode, 1),
         _number(run.latency_p50_s, 3),
         _number(run.latency_p95_s, 3),
@@ -134,7 +136,9 @@ def table_notes(report: BenchReport) -> list[str]:
         "validAt / invalidAt accuracy: over edges matched for edge-F1, at the gold date's granularity.",
         (
             "LM calls and tokens per episode are what the server reported, averaged over all episodes; "
-            "DSPy's response cache is off during a bench."
+            "uncached prompt tokens leave out what the server took from its prompt cache (a prefix such "
+            "as the instructions and demos, shared by consecutive requests; 0 cached where the server "
+            "does not report it). DSPy's response cache is off during a bench."
         ),
         (
             f"latency: wall-clock seconds per episode (all its calls and retries) with {report.workers} "

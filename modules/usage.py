@@ -6,8 +6,9 @@ or an optimizer's), so per-step figures and run totals come from the same record
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import dspy
 
@@ -25,12 +26,33 @@ def track_step(step: str, usage: dict[str, StepUsage]) -> Iterator[None]:
         try:
             yield
         finally:
-            spent = StepUsage()
-            for entries in tracker.usage_data.values():
-                for entry in entries:
-                    spent = spent + StepUsage(
-                        calls=1,
-                        prompt_tokens=int(entry.get("prompt_tokens") or 0),
-                        completion_tokens=int(entry.get("completion_tokens") or 0),
-                    )
-            usage[step] = usage.get(step, StepUsage()) + spent
+            usage[step] = usage.get(step, StepUsage()) + tracked_usage(tracker)
+
+
+def tracked_usage(tracker: Any) -> StepUsage:
+    """Calls and tokens a `dspy.track_usage` tracker recorded, summed over its models."""
+    return usage_of(entry for entries in tracker.usage_data.values() for entry in entries)
+
+
+def usage_of(entries: Iterable[dict[str, Any]]) -> StepUsage:
+    """Sum usage records (one per LM call, as LiteLLM reports them) into calls and tokens.
+
+    `cached_prompt_tokens` is the part of the prompt the server took from its prompt cache
+    (llama-server and OpenAI report it as `prompt_tokens_details.cached_tokens`): what a fixed
+    prefix such as demos costs after the first request.
+    """
+    spent = StepUsage()
+    for entry in entries:
+        details = entry.get("prompt_tokens_details") or {}
+        cached = (
+            details.get("cached_tokens")
+            if isinstance(details, dict)
+            else getattr(details, "cached_tokens", 0)
+        )
+        spent = spent + StepUsage(
+            calls=1,
+            prompt_tokens=int(entry.get("prompt_tokens") or 0),
+            completion_tokens=int(entry.get("completion_tokens") or 0),
+            cached_prompt_tokens=int(cached or 0),
+        )
+    return spent

@@ -199,12 +199,15 @@ class StepUsage(_CamelModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Of `prompt_tokens`, those the server reused from its prompt cache (0 where it does not say)."""
 
     def __add__(self, other: StepUsage) -> StepUsage:
         return StepUsage(
             calls=self.calls + other.calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
         )
 
 

@@ -197,3 +197,18 @@ def test_predictors_are_the_three_signatures():
     names = [name for name, _ in EdgeExtractor().named_predictors()]
     assert names == ["extract", "reflect", "attributes"]
     assert isinstance(EdgeExtractor().extract, dspy.Predict)
+
+
+def test_usage_counts_the_prompt_tokens_the_server_took_from_its_cache():
+    from edgewise.modules.usage import usage_of
+
+    entries = [
+        {"prompt_tokens": 2000, "completion_tokens": 100, "prompt_tokens_details": {"cached_tokens": 1800}},
+        {"prompt_tokens": 50, "completion_tokens": 5},  # a server that does not say
+    ]
+    assert usage_of(entries).model_dump() == {
+        "calls": 2,
+        "prompt_tokens": 2050,
+        "completion_tokens": 105,
+        "cached_prompt_tokens": 1800,
+    }

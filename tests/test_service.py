@@ -117,7 +117,7 @@ def test_seed_context_in_seed_edges_out() -> None:
             }
         ],
         "warnings": [],
-        "usage": {"extract": {"calls": 1, "promptTokens": 120, "completionTokens": 30}},
+        "usage": {"extract": {"calls": 1, "promptTokens": 120, "completionTokens": 30, "cachedPromptTokens": 0}},
         "parseFailures": 0,
     }
     (episode,) = program.seen

@@ -14,6 +14,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
+from edgewise.cli.extract_ray import DEFAULT_ACTORS
 from edgewise.episode_runner import extract_records
 from edgewise.jsonl import (
     BatchSummary,
@@ -43,13 +44,20 @@ the model is ready. Exit status: 0 every line is a result, 2 some lines are erro
 Failed model requests (429, 5xx, timeouts, dropped connections, 2xx replies that are not JSON) are
 retried with exponential backoff and jitter (--max-retries, Retry-After honoured); an episode past
 --episode-timeout fails with reason "deadline". The last stderr line sums up: done, failed by
-reason, retried model requests by reason."""
+reason, retried model requests by reason.
+
+--engine ray runs the episodes on Ray Data actors (the ray extra), on this machine or a cluster
+(--address), with the same contract: --input is a JSONL or Parquet file or a folder of them (a
+record then names its file in "source"), --output a .jsonl or .parquet file. Records are journaled
+in OUTPUT.partial as they come back and replace --output in input order, in one rename, at the end;
+--resume continues from the journal (or from a finished --output) and skips the lines it holds."""
 
 EXAMPLES = """examples:
   edgewise extract --input episodes.jsonl --output edges.jsonl
   echo '{"episodeContent": "Ana joined Acme in 2021.", "entities": [{"name": "Ana"}, {"name": "Acme"}], "referenceTime": "2025-01-01T00:00:00Z"}' | edgewise extract --model openai/gpt-4o-mini
   edgewise extract --program runs/prog --input big.jsonl --output out.jsonl --workers 8 --resume
-  edgewise extract -i big.jsonl -o out.jsonl --workers 16 --max-rps 10 --episode-timeout 120"""
+  edgewise extract -i big.jsonl -o out.jsonl --workers 16 --max-rps 10 --episode-timeout 120
+  edgewise extract --engine ray --actors 4 --workers 8 -i episodes/ -o edges.parquet --model openai/qwen2.5 --api-base http://10.0.0.5:8000/v1,http://10.0.0.6:8000/v1"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,13 +72,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--input",
         "-i",
         type=Path,
-        help="episodes JSONL file (default: stdin). Example: --input episodes.jsonl",
+        help="episodes JSONL file (default: stdin); with --engine ray also a Parquet file or a folder of "
+        ".jsonl and .parquet files. Example: --input episodes.jsonl",
     )
     parser.add_argument(
         "--output",
         "-o",
         type=Path,
-        help="results JSONL file (default: stdout). Example: --output edges.jsonl",
+        help="results JSONL file (default: stdout); with --engine ray a .jsonl or .parquet file. "
+        "Example: --output edges.jsonl",
     )
     parser.add_argument(
         "--program",
@@ -108,6 +118,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run's own warm-up never counts), retries and waits included; a later episode fails with reason "
         '"deadline" (default: no limit). Example: --episode-timeout 120',
     )
+    engine = parser.add_argument_group("engine")
+    engine.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: threads in this process (--workers); ray: Ray Data actors (--actors, each running "
+        "--workers episodes), reading a JSONL or Parquet file or a folder of them and writing .jsonl or "
+        ".parquet; --api-base may then list several servers, comma-separated, spread over the actors "
+        "(default local; needs the ray extra). Example: --engine ray --actors 8",
+    )
+    engine.add_argument(
+        "--address",
+        help="Ray cluster to join, as `ray.init` takes it (default: start a local Ray for the run and stop it "
+        "after). Example: --address ray://head:10001",
+    )
+    engine.add_argument(
+        "--actors",
+        type=at_least(1),
+        help=f"Ray actors extracting at once, each loading the program once (default {DEFAULT_ACTORS}). "
+        "Example: --actors 8",
+    )
     parser.add_argument(
         "--summary-json",
         type=Path,
@@ -128,6 +159,20 @@ def _descriptor(stream: IO[Any]) -> int | None:
         return None
 
 
+def _refuse_ray_only_settings(args: argparse.Namespace) -> None:
+    """What only --engine ray does is refused by the local engine, not silently done another way."""
+    ray_only = [flag for flag, value in (("--address", args.address), ("--actors", args.actors)) if value]
+    if ray_only:
+        raise ValueError(f"{' and '.join(ray_only)} need --engine ray")
+    if args.input is not None and args.input.is_dir():
+        raise ValueError(f"--input {args.input} is a folder: folders of episodes need --engine ray")
+    for flag, path in (("--input", args.input), ("--output", args.output)):
+        if path is not None and path.suffix.lower() == ".parquet":
+            raise ValueError(f"{flag} {path} is Parquet: Parquet files need --engine ray")
+    if args.api_base and "," in args.api_base:
+        raise ValueError("several --api-base servers need --engine ray (the local engine talks to one)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Extract every line; the exit status is 0 when every line is a result, 2 when some are errors.
 
@@ -138,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
     """
     if args.resume and args.output is None:
         raise ValueError("--resume needs --output (the file to continue)")
+    if args.engine == "ray":
+        from edgewise.cli.extract_ray import run_ray
+
+        with redirect_stdout(sys.stderr):
+            return run_ray(args)
+    _refuse_ray_only_settings(args)
     results_stream = sys.stdout
     source_file = args.input or _descriptor(sys.stdin)
     refuse_same_file(source_file, args.output or _descriptor(results_stream), "edgewise extract")
