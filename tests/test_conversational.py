@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from edgewise.data.build import conversational, conversational_source
+from edgewise.data.build import conversational
 from edgewise.data.build.conversational import (
     ConversationalSourceError,
     ResolvedDate,
     build_conversational_episodes,
     build_example_episodes,
     conversation_id,
+    read_source,
     resolve_date,
+    shipped_source,
     to_jsonl,
 )
 from edgewise.signatures.types import Episode, LabeledEpisode
@@ -114,6 +117,7 @@ def test_every_episode_is_a_valid_labeled_episode(episodes: list[dict]) -> None:
 
 
 def test_size_and_shape_of_the_set(episodes: list[dict]) -> None:
+    type_names = [edge_type.name for edge_type in shipped_source().edge_types]
     assert len(episodes) >= 90
     conversations: dict[str, list[dict]] = {}
     for row in episodes:
@@ -123,8 +127,8 @@ def test_size_and_shape_of_the_set(episodes: list[dict]) -> None:
     for row in episodes:
         assert 2 <= len(row["entities"]) <= 8, row["id"]
         assert len(row["episodeContent"].split()) <= 80, row["id"]
-        assert {edge_type["name"] for edge_type in row["edgeTypes"]} == set(conversational_source.EDGE_TYPES)
-    assert 18 <= len(conversational_source.EDGE_TYPES) <= 22
+        assert [edge_type["name"] for edge_type in row["edgeTypes"]] == type_names
+    assert 18 <= len(type_names) <= 22
 
 
 def test_ids_are_unique_and_name_conversation_and_turn(episodes: list[dict]) -> None:
@@ -159,9 +163,7 @@ def test_every_date_has_a_granularity_and_ends_after_it_starts(episodes: list[di
 
 
 def test_symmetric_edges_appear_once_per_episode(episodes: list[dict]) -> None:
-    symmetric = {
-        name for name, (_, is_symmetric, _) in conversational_source.EDGE_TYPES.items() if is_symmetric
-    }
+    symmetric = {edge_type.name for edge_type in shipped_source().edge_types if edge_type.symmetric}
     for row in episodes:
         seen: set[tuple] = set()
         for edge in row["edges"]:
@@ -269,29 +271,79 @@ def test_build_is_deterministic() -> None:
     assert to_jsonl(build_conversational_episodes()) == to_jsonl(build_conversational_episodes())
 
 
-def test_a_bad_source_fails_with_conversation_turn_and_field(monkeypatch: pytest.MonkeyPatch) -> None:
+def _source_file(tmp_path: Path, conversations: list[dict], edge_types: list[dict] | None = None) -> Path:
+    """A source file holding these conversations and the shipped type inventory (or `edge_types`)."""
+    shipped = shipped_source().model_dump(mode="json", by_alias=True)["edgeTypes"]
+    path = tmp_path / "source.json"
+    path.write_text(json.dumps({"edgeTypes": shipped if edge_types is None else edge_types,
+                                "conversations": conversations}))  # fmt: skip
+    return path
+
+
+def test_a_bad_source_fails_with_conversation_turn_and_field(tmp_path: Path) -> None:
+    edge = {"type": "ROOMMATE_OF", "source": "User", "target": "Ann", "fact": "Ann moved in last weekend.",
+            "validAt": "last weekend", "invalidAt": None}  # fmt: skip
     turn = {
         "time": "2024-03-12T21:00:00Z",
         "text": "My friend Ann moved in last weekend.",
         "entities": ["User", "Ann"],
-        "edges": [("ROOMMATE_OF", "User", "Ann", "Ann moved in last weekend.", "last weekend", None)],
+        "edges": [edge],
     }
     bad = {"id": 99, "user": "User", "entities": {"User": "Person", "Ann": "Person"}, "turns": [turn]}
-    monkeypatch.setattr(conversational_source, "CONVERSATIONS", [bad])
-    with pytest.raises(
-        ConversationalSourceError, match=r"conversation 99, turn 1, edge 1, validAt: .*last weekend"
-    ):
-        build_conversational_episodes()
 
-    turn["edges"] = [("ROOMMATE_OF", "User", "Bob", "Bob moved in.", "ref", None)]
+    def build() -> list[dict]:
+        return build_conversational_episodes(read_source(_source_file(tmp_path, [bad])))
+
+    with pytest.raises(
+        ConversationalSourceError,
+        match=r"source.json: conversation 99, turn 1, edge 1, validAt: .*last weekend",
+    ):
+        build()
+
+    turn["edges"] = [edge | {"target": "Bob", "fact": "Bob moved in.", "validAt": "ref"}]
     with pytest.raises(ConversationalSourceError, match=r"turn 1, edge 1, target: 'Bob' is not in this turn"):
-        build_conversational_episodes()
+        build()
 
     turn["edges"] = []
     turn["entities"] = ["User", "Ann", "Carl"]
     bad["entities"]["Carl"] = "Person"
     with pytest.raises(ConversationalSourceError, match=r"'Carl' is not mentioned"):
-        build_conversational_episodes()
+        build()
+
+
+def test_a_source_file_of_the_wrong_shape_names_the_field(tmp_path: Path) -> None:
+    edge = {
+        "type": "FRIEND_OF",
+        "source": "User",
+        "target": "Ann",
+        "fact": "Ann is my friend.",
+        "validat": "ref",
+    }
+    turn = {
+        "time": "2024-03-12T21:00:00Z",
+        "text": "Ann is my friend.",
+        "entities": ["User", "Ann"],
+        "edges": [edge],
+    }
+    conversation = {"id": 1, "user": "User", "entities": {"User": "Person", "Ann": "Person"}, "turns": [turn]}
+    with pytest.raises(
+        ConversationalSourceError, match=r"source.json: conversations\[0\]\.turns\[0\]\.edges\[0\]"
+    ):
+        read_source(_source_file(tmp_path, [conversation]))  # a misspelled key is not a missing date
+
+    twice = [{"name": "FRIEND_OF", "description": "Friends.", "symmetric": True}] * 2
+    with pytest.raises(ConversationalSourceError, match=r"edgeTypes: FRIEND_OF listed more than once"):
+        read_source(_source_file(tmp_path, [], edge_types=twice))
+
+
+def test_the_source_file_is_package_data() -> None:
+    """The converter reads it from the installed package (`edgewise data build`), so a wheel must carry it."""
+    pyproject = tomllib.loads(
+        (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    )
+    package_data = pyproject["tool"]["setuptools"]["package-data"]["edgewise.data.build"]
+    assert conversational.SOURCE_FILE.name in package_data
+    assert conversational.SOURCE_FILE.is_file()
 
 
 def test_examples_file_is_current_valid_and_not_copied_from_labeled_episodes(episodes: list[dict]) -> None:

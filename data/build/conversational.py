@@ -1,9 +1,47 @@
 """Conversational-memory episodes: a user telling a memory assistant about jobs, moves, family and pets.
 
-The episodes and their gold edges are written by hand in `conversational_source.py`; this module turns
-them into `LabeledEpisode` dicts. Every date there is an expression ("last Saturday", "two years ago",
-"March 4") that `resolve_date` computes from the turn's reference time, so no calendar date is ever
-worked out by hand, and the source is checked (entities, types, dates, word counts) on every build.
+The episodes and their gold edges are written by hand in `conversational_source.json`, shipped beside
+this module; this module turns them into `LabeledEpisode` dicts. Every date there is an expression
+("last Saturday", "two years ago", "March 4") that `resolve_date` computes from the turn's reference
+time, so no calendar date is ever worked out by hand, and the source is checked (entities, types,
+dates, word counts) on every build.
+
+The file holds `edgeTypes` (the relationship inventory given to every episode: name, description,
+symmetric, aliases), `conversations` (a stable id, the user's entity name, the entity types, and the
+turns in order: time, text, entities, edges, and `kind` tags that say what a turn tests) and
+`examples` (unlabeled episodes for the README and benchmarks: id, time, text, previous turns, entities
+and the names of the relationship types to offer, described from `edgeTypes`). An edge is
+`{"type", "source", "target", "fact", "validAt", "invalidAt"}` with date expressions (or null) and an
+optional `aliases`: extra acceptable type names for that one edge, beyond the type's own.
+
+Date expressions (the grammar `resolve_date` reads; granularity in brackets):
+    "ref"                          the turn's reference time, for ongoing facts with no stated start [day]
+    "2019", "2019-05", "2019-05-17" an absolute year [year], month [month] or day [day]
+    "today", "yesterday", "tomorrow", "N days ago", "in N days", "N weeks ago", "in N weeks" [day]
+    "last <weekday>"               the latest such weekday strictly before the reference date [day]
+    "next <weekday>"               the first such weekday strictly after the reference date [day]
+    "N months ago", "last month", "next month" [month];  "N years ago", "last year" [year]
+    "<Month>", "<Month> <day>"     in the reference year [month] / [day]
+    "last <Month>", "next <Month>" the latest such month before / first after the reference month [month]
+N is digits or a word ("two"). A month value is the 1st of that month, a year value January 1st.
+
+Labeling conventions (the seed's rules, made concrete where the text leaves a choice):
+ 1. Ongoing present-tense fact with no stated start: validAt = "ref". A stated start is validAt, a stated
+    end is invalidAt; a past fact with no stated date has both null. Dates are never invented.
+ 2. An arranged future fact with a date ("I start at Canva on April 2", "the lease is signed") is an edge
+    dated by that date; plans, wishes, offers not yet accepted and hypotheticals are not edges.
+ 3. Only facts stated (or directly entailed) in the current episode; previous episodes only resolve
+    references ("she", "Mum", "the school"). Knock-on effects are not labeled: leaving a company ends
+    WORKS_AT, not the COLLEAGUE_OF or MANAGES edges around it. Moving house does end the old LIVES_IN
+    or NEIGHBOR_OF, since the move states it.
+ 4. Symmetric types are labeled once. A manager is MANAGES, not also COLLEAGUE_OF; COLLEAGUE_OF needs the
+    words colleague / coworker / teammate or "works with". "My teammate" or "my manager" entails that
+    person's WORKS_AT at the user's employer (so an employer the turn does not restate is left out of
+    its entities rather than left unlabeled).
+ 5. A named professional at a named practice: TREATED_BY the professional, who WORKS_AT the practice.
+ 6. Where someone is from, trips, visits and temporary stays are not LIVES_IN / ROOMMATE_OF; family living
+    together is not ROOMMATE_OF. World knowledge (where a company is) is not a fact of the episode.
+ 7. Quoted text, instructions to the assistant, jokes and song lines state no facts.
 """
 
 from __future__ import annotations
@@ -12,12 +50,15 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from edgewise.data.build import conversational_source as source
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic.alias_generators import to_camel
+
+from edgewise.jsonl import field_path
 from edgewise.signatures.types import Granularity, LabeledEpisode, format_utc
 
 SOURCE_NAME: Final[str] = "conversational"
@@ -31,8 +72,11 @@ MAX_PREVIOUS_EPISODES: Final[int] = 3
 MAX_EPISODE_WORDS: Final[int] = 80
 MIN_ENTITIES: Final[int] = 2
 MAX_ENTITIES: Final[int] = 8
+#: The hand-labeled source, shipped as package data beside this module.
+SOURCE_FILE: Final[Path] = Path(__file__).with_name("conversational_source.json")
 
-_SOURCE_FILE: Final[str] = "data/build/conversational_source.py"
+#: How messages name the shipped file: by its place in the source tree, wherever the package is installed.
+_SHIPPED_LABEL: Final[str] = "data/build/conversational_source.json"
 _WEEKDAYS: Final[dict[str, int]] = {
     name: index
     for index, name in enumerate(
@@ -90,6 +134,105 @@ class ResolvedDate(NamedTuple):
 
 class ConversationalSourceError(ValueError):
     """The hand-written source breaks a rule; the message names conversation, turn and field."""
+
+
+class _SourceRecord(BaseModel):
+    """A record of the source file: camelCase keys, none missing and none unknown, so a typo fails."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class SourceEdgeType(_SourceRecord):
+    name: str
+    description: str
+    symmetric: bool
+    aliases: tuple[str, ...] = ()
+
+
+class SourceEdge(_SourceRecord):
+    """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge."""
+
+    type: str
+    source: str
+    target: str
+    fact: str
+    valid_at: str | None
+    invalid_at: str | None
+    aliases: tuple[str, ...] = ()
+
+
+class SourceTurn(_SourceRecord):
+    time: str
+    text: str
+    entities: tuple[str, ...]
+    edges: tuple[SourceEdge, ...]
+    kind: tuple[str, ...] = ()
+
+
+class SourceConversation(_SourceRecord):
+    id: int
+    user: str
+    entities: dict[str, str]
+    turns: tuple[SourceTurn, ...]
+
+
+class SourceExample(_SourceRecord):
+    id: str
+    time: str
+    text: str
+    previous: tuple[str, ...]
+    entities: tuple[str, ...]
+    types: tuple[str, ...]
+
+
+class ConversationalSource(_SourceRecord):
+    """The whole hand-labeled file: the type inventory, the conversations and the unlabeled examples."""
+
+    edge_types: tuple[SourceEdgeType, ...]
+    conversations: tuple[SourceConversation, ...]
+    examples: tuple[SourceExample, ...] = ()
+
+    _file: str = PrivateAttr(default=_SHIPPED_LABEL)
+
+    @property
+    def file(self) -> str:
+        """The file this source was read from, as error messages name it."""
+        return self._file
+
+    def edge_type(self, name: str) -> SourceEdgeType | None:
+        return next((edge_type for edge_type in self.edge_types if edge_type.name == name), None)
+
+    def where(self, conversation_id: int, turn: int | None = None, field: str | None = None) -> str:
+        """`<file>: conversation 3, turn 2, edge 1`: the place a message names."""
+        place = f"{self._file}: conversation {conversation_id}"
+        if turn is not None:
+            place += f", turn {turn}"
+        if field is not None:
+            place += f", {field}"
+        return place
+
+
+def read_source(path: Path = SOURCE_FILE) -> ConversationalSource:
+    """Read and check the source file's shape; a problem is a `ConversationalSourceError` naming the field."""
+    label = _SHIPPED_LABEL if path == SOURCE_FILE else str(path)
+    try:
+        source = ConversationalSource.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = field_path(tuple(first["loc"])) or "the file"
+        raise ConversationalSourceError(f"{label}: {where}: {first['msg']}") from None
+    names = [edge_type.name for edge_type in source.edge_types]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConversationalSourceError(f"{label}: edgeTypes: {', '.join(repeated)} listed more than once")
+    source._file = label
+    return source
+
+
+@cache
+def shipped_source() -> ConversationalSource:
+    """The source file shipped with the package, read once."""
+    return read_source()
 
 
 def _midnight(day: date) -> datetime:
@@ -182,20 +325,11 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
     raise ValueError(f"unknown date expression {expression!r}")
 
 
-def _edge_types() -> list[dict[str, Any]]:
+def _edge_types(source: ConversationalSource) -> list[dict[str, Any]]:
     return [
-        {"name": name, "description": description, "symmetric": symmetric}
-        for name, (description, symmetric, _aliases) in source.EDGE_TYPES.items()
+        {"name": edge_type.name, "description": edge_type.description, "symmetric": edge_type.symmetric}
+        for edge_type in source.edge_types
     ]
-
-
-def _where(conversation_id: int, turn: int | None = None, field: str | None = None) -> str:
-    place = f"{_SOURCE_FILE}: conversation {conversation_id}"
-    if turn is not None:
-        place += f", turn {turn}"
-    if field is not None:
-        place += f", {field}"
-    return place
 
 
 def _resolve_field(
@@ -211,33 +345,26 @@ def _resolve_field(
 
 
 def _gold_edge(
-    raw: Sequence[Any], turn: dict[str, Any], reference_time: datetime, where: str
+    source: ConversationalSource, raw: SourceEdge, turn: SourceTurn, reference_time: datetime, where: str
 ) -> dict[str, Any]:
-    if len(raw) not in (6, 7):
-        raise ConversationalSourceError(f"{where}: an edge is a 6- or 7-tuple, got {len(raw)} items")
-    relationship, subject, target, fact, valid_expression, invalid_expression = raw[:6]
-    extra_aliases = tuple(raw[6]) if len(raw) == 7 else ()
-    if relationship not in source.EDGE_TYPES:
-        raise ConversationalSourceError(f"{where}, type: {relationship!r} is not in EDGE_TYPES")
-    for role, name in (("source", subject), ("target", target)):
-        if name not in turn["entities"]:
+    edge_type = source.edge_type(raw.type)
+    if edge_type is None:
+        raise ConversationalSourceError(f"{where}, type: {raw.type!r} is not in edgeTypes")
+    for role, name in (("source", raw.source), ("target", raw.target)):
+        if name not in turn.entities:
             raise ConversationalSourceError(f"{where}, {role}: {name!r} is not in this turn's entities")
-    if subject == target:
-        raise ConversationalSourceError(f"{where}: source and target are both {subject!r}")
-    valid_at, valid_granularity = _resolve_field(valid_expression, reference_time, f"{where}, validAt")
-    invalid_at, invalid_granularity = _resolve_field(
-        invalid_expression, reference_time, f"{where}, invalidAt"
-    )
+    if raw.source == raw.target:
+        raise ConversationalSourceError(f"{where}: source and target are both {raw.source!r}")
+    valid_at, valid_granularity = _resolve_field(raw.valid_at, reference_time, f"{where}, validAt")
+    invalid_at, invalid_granularity = _resolve_field(raw.invalid_at, reference_time, f"{where}, invalidAt")
     if valid_at is not None and invalid_at is not None and invalid_at < valid_at:
         raise ConversationalSourceError(f"{where}: invalidAt {invalid_at} is before validAt {valid_at}")
-    aliases = [
-        alias for alias in (*source.EDGE_TYPES[relationship][2], *extra_aliases) if alias != relationship
-    ]
+    aliases = [alias for alias in (*edge_type.aliases, *raw.aliases) if alias != raw.type]
     return {
-        "relationshipType": relationship,
-        "sourceEntityName": subject,
-        "targetEntityName": target,
-        "fact": fact,
+        "relationshipType": raw.type,
+        "sourceEntityName": raw.source,
+        "targetEntityName": raw.target,
+        "fact": raw.fact,
         "validAt": valid_at,
         "invalidAt": invalid_at,
         "attributes": {},
@@ -247,89 +374,91 @@ def _gold_edge(
     }
 
 
-def _check_turn(conversation: dict[str, Any], index: int, turn: dict[str, Any], previous: list[str]) -> None:
+def _check_turn(
+    source: ConversationalSource,
+    conversation: SourceConversation,
+    index: int,
+    turn: SourceTurn,
+    previous: list[str],
+) -> None:
     """Catch typos in the hand-written source: unknown entities, names the text never mentions, sizes."""
-    conversation_id = conversation["id"]
-    words = len(turn["text"].split())
+    where = source.where(conversation.id, index, "entities")
+    words = len(turn.text.split())
     if words > MAX_EPISODE_WORDS:
         raise ConversationalSourceError(
-            f"{_where(conversation_id, index, 'text')}: {words} words, at most {MAX_EPISODE_WORDS}"
+            f"{source.where(conversation.id, index, 'text')}: {words} words, at most {MAX_EPISODE_WORDS}"
         )
-    names = turn["entities"]
+    names = turn.entities
     if not MIN_ENTITIES <= len(names) <= MAX_ENTITIES or len(set(names)) != len(names):
-        raise ConversationalSourceError(
-            f"{_where(conversation_id, index, 'entities')}: need {MIN_ENTITIES}-{MAX_ENTITIES} distinct names"
-        )
-    if conversation["user"] not in names:
-        raise ConversationalSourceError(f"{_where(conversation_id, index, 'entities')}: the user is missing")
-    visible = " ".join([turn["text"], *previous]).lower()
+        raise ConversationalSourceError(f"{where}: need {MIN_ENTITIES}-{MAX_ENTITIES} distinct names")
+    if conversation.user not in names:
+        raise ConversationalSourceError(f"{where}: the user is missing")
+    visible = " ".join([turn.text, *previous]).lower()
     for name in names:
-        if name not in conversation["entities"]:
-            raise ConversationalSourceError(
-                f"{_where(conversation_id, index, 'entities')}: {name!r} has no type in the conversation"
-            )
+        if name not in conversation.entities:
+            raise ConversationalSourceError(f"{where}: {name!r} has no type in the conversation")
         if name != "User" and name.lower() not in visible:
             raise ConversationalSourceError(
-                f"{_where(conversation_id, index, 'entities')}: {name!r} is not mentioned in the episode "
-                "or its previous episodes"
+                f"{where}: {name!r} is not mentioned in the episode or its previous episodes"
             )
 
 
 def _conversation_episodes(
-    conversation: dict[str, Any], edge_types: list[dict[str, Any]]
+    source: ConversationalSource, conversation: SourceConversation, edge_types: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    conversation_id = conversation["id"]
     episodes: list[dict[str, Any]] = []
     earlier: list[str] = []
     last_time: datetime | None = None
-    for index, turn in enumerate(conversation["turns"], start=1):
-        reference_time = datetime.fromisoformat(turn["time"])
+    for index, turn in enumerate(conversation.turns, start=1):
+        reference_time = datetime.fromisoformat(turn.time)
         if last_time is not None and reference_time < last_time:
             raise ConversationalSourceError(
-                f"{_where(conversation_id, index, 'time')}: earlier than turn {index - 1}"
+                f"{source.where(conversation.id, index, 'time')}: earlier than turn {index - 1}"
             )
         last_time = reference_time
         previous = earlier[-MAX_PREVIOUS_EPISODES:]
-        _check_turn(conversation, index, turn, previous)
+        _check_turn(source, conversation, index, turn, previous)
         edges = [
-            _gold_edge(raw, turn, reference_time, _where(conversation_id, index, f"edge {number}"))
-            for number, raw in enumerate(turn["edges"], start=1)
+            _gold_edge(
+                source, raw, turn, reference_time, source.where(conversation.id, index, f"edge {number}")
+            )
+            for number, raw in enumerate(turn.edges, start=1)
         ]
         episodes.append(
             {
-                "id": f"conv-{conversation_id:03d}-{index}",
+                "id": f"conv-{conversation.id:03d}-{index}",
                 "source": SOURCE_NAME,
                 "license": LICENSE,
                 "exhaustive": True,
-                "episodeContent": turn["text"],
+                "episodeContent": turn.text,
                 "previousEpisodes": previous,
-                "entities": [
-                    {"name": name, "type": conversation["entities"][name]} for name in turn["entities"]
-                ],
+                "entities": [{"name": name, "type": conversation.entities[name]} for name in turn.entities],
                 "referenceTime": format_utc(reference_time),
                 "edgeTypes": edge_types,
                 "customPrompt": "",
                 "edges": edges,
             }
         )
-        earlier.append(turn["text"])
+        earlier.append(turn.text)
     return episodes
 
 
-def build_conversational_episodes() -> list[dict[str, Any]]:
+def build_conversational_episodes(source: ConversationalSource | None = None) -> list[dict[str, Any]]:
     """All labeled conversational episodes as camelCase `LabeledEpisode` JSON dicts, in source order.
 
-    Deterministic: the same source always yields the same list. Ids are "conv-007-2" (conversation 7,
-    turn 2), so that a splitter can keep the turns of one conversation together.
+    `source` defaults to the shipped file. Deterministic: the same source always yields the same list.
+    Ids are "conv-007-2" (conversation 7, turn 2), so that a splitter can keep the turns of one
+    conversation together.
     """
-    edge_types = _edge_types()
+    source = source or shipped_source()
+    edge_types = _edge_types(source)
     episodes: list[dict[str, Any]] = []
     seen: set[int] = set()
-    for conversation in source.CONVERSATIONS:
-        if conversation["id"] in seen:
-            raise ConversationalSourceError(f"{_where(conversation['id'])}: duplicate conversation id")
-        seen.add(conversation["id"])
-        episodes.extend(_conversation_episodes(conversation, edge_types))
+    for conversation in source.conversations:
+        if conversation.id in seen:
+            raise ConversationalSourceError(f"{source.where(conversation.id)}: duplicate conversation id")
+        seen.add(conversation.id)
+        episodes.extend(_conversation_episodes(source, conversation, edge_types))
     for episode in episodes:
         LabeledEpisode.model_validate(episode)
     return episodes
@@ -340,27 +469,30 @@ def conversation_id(episode_id: str) -> str:
     return episode_id.rsplit("-", 1)[0]
 
 
-def build_example_episodes() -> list[dict[str, Any]]:
+def build_example_episodes(source: ConversationalSource | None = None) -> list[dict[str, Any]]:
     """The unlabeled example episodes (`Episode` JSON plus an id) used by the README and benchmarks."""
+    source = source or shipped_source()
     examples: list[dict[str, Any]] = []
-    for example in source.EXAMPLES:
-        unknown = [name for name in example["types"] if name not in source.EDGE_TYPES]
+    for example in source.examples:
+        types = [source.edge_type(name) for name in example.types]
+        unknown = [name for name, edge_type in zip(example.types, types, strict=True) if edge_type is None]
         if unknown:
-            raise ConversationalSourceError(f"{_SOURCE_FILE}: {example['id']}, types: unknown {unknown}")
+            raise ConversationalSourceError(f"{source.file}: {example.id}, types: unknown {unknown}")
         examples.append(
             {
-                "id": example["id"],
-                "episodeContent": example["text"],
-                "previousEpisodes": list(example["previous"]),
-                "entities": [{"name": name} for name in example["entities"]],
-                "referenceTime": example["time"],
+                "id": example.id,
+                "episodeContent": example.text,
+                "previousEpisodes": list(example.previous),
+                "entities": [{"name": name} for name in example.entities],
+                "referenceTime": example.time,
                 "edgeTypes": [
                     {
-                        "name": name,
-                        "description": source.EDGE_TYPES[name][0],
-                        "symmetric": source.EDGE_TYPES[name][1],
+                        "name": edge_type.name,
+                        "description": edge_type.description,
+                        "symmetric": edge_type.symmetric,
                     }
-                    for name in example["types"]
+                    for edge_type in types
+                    if edge_type is not None
                 ],
             }
         )
@@ -387,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         args.examples.write_text(to_jsonl(build_example_episodes()), encoding="utf-8")
     edges = sum(len(episode["edges"]) for episode in episodes)
     print(
-        f"{len(episodes)} episodes, {edges} gold edges, {len(source.CONVERSATIONS)} conversations",
+        f"{len(episodes)} episodes, {edges} gold edges, {len(shipped_source().conversations)} conversations",
         file=sys.stderr,
     )
     return 0
