@@ -37,10 +37,9 @@ from edgewise.eval.html_report import write_html
 from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
 from edgewise.eval.paired import PairedDifference, paired_on_shared
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
-from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
-from edgewise.modules.usage import tracked_usage
-from edgewise.signatures.types import Episode, ExtractionResult, LabeledEpisode, StepUsage
+from edgewise.modules.runner import Outcome, run_episodes
+from edgewise.signatures.types import Episode, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 EpisodeStatus = Literal["ok", "failed"]
@@ -308,16 +307,6 @@ def price_usd(config: LMConfig, prompt_tokens: int, completion_tokens: int) -> f
 
 
 @dataclass
-class _Outcome:
-    """What a worker brings back for one episode: the extraction or its error, with usage and time."""
-
-    result: ExtractionResult | None
-    error: BaseException | None
-    latency_s: float
-    usage: StepUsage
-
-
-@dataclass
 class _Job:
     labeled: LabeledEpisode
     episode: Episode
@@ -334,29 +323,15 @@ class _RunState:
     started: float = field(default_factory=time.perf_counter)
 
 
-def _extract_one(program: dspy.Module, job: _Job) -> _Outcome:
-    """Run the program on one episode, timing it and counting every LM call, even a failed episode's."""
-    started = time.perf_counter()
-    error: BaseException | None = None
-    result: ExtractionResult | None = None
-    with dspy.track_usage() as tracker:
-        try:
-            result = program(job.episode).result
-        except Exception as caught:  # noqa: BLE001  (any failure of one episode is its outcome)
-            error = caught
-    latency = time.perf_counter() - started
-    return _Outcome(result, error, latency, tracked_usage(tracker))
-
-
-def _record_episode(state: _RunState, job: _Job, outcome: _Outcome | Exception, log: EpisodeLog) -> None:
-    if isinstance(outcome, Exception):  # the worker itself failed; keep the episode, with no usage
-        outcome = _Outcome(None, outcome, 0.0, StepUsage())
+def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeLog) -> None:
     result = outcome.result
     score = score_episode(job.labeled, result.edges if result is not None else [])
     message = None
     if outcome.error is not None:
-        reason = type(outcome.error).__name__
-        message = redact(f"{reason}: {outcome.error}", state.config)[:_ERROR_MESSAGE_CHARS]
+        reason = outcome.reason or "internal_error"
+        message = redact(f"{type(outcome.error).__name__}: {outcome.error}", state.config)[
+            :_ERROR_MESSAGE_CHARS
+        ]
         state.summary.failure_reasons[reason] = state.summary.failure_reasons.get(reason, 0) + 1
         state.summary.failed_per_source[job.labeled.source] = (
             state.summary.failed_per_source.get(job.labeled.source, 0) + 1
@@ -611,15 +586,14 @@ def _run_program(
 ) -> None:
     from tqdm import tqdm
 
-    def extract(job: _Job) -> _Outcome:
-        return _extract_one(program, job)
-
     desc = f"{state.summary.model} {state.summary.program}"
+    outcomes = run_episodes(program, jobs, episode_of=lambda job: job.episode, workers=workers)
     with (
         tqdm(total=len(jobs), desc=desc, unit="ep", file=sys.stderr, disable=not progress) as bar,
-        closing(iter_concurrently(extract, jobs, workers=workers)) as outcomes,
+        closing(outcomes),
     ):
         for job, outcome in outcomes:
+            assert outcome is not None  # every job has an episode
             _record_episode(state, job, outcome, log)
             bar.update(1)
             if state.summary.failure_reasons:

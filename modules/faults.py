@@ -126,6 +126,9 @@ _REASON_OF_CLASS: Final[tuple[tuple[type[BaseException] | tuple[type[BaseExcepti
     (ContextWindowExceededError, REASON_CONTEXT_WINDOW),
     (LMInvalidRequestError, REASON_INVALID_REQUEST),
     (LMError, REASON_PROVIDER_ERROR),
+    # Raised by a client below DSPy's error classes (a custom LM, a socket): the same words.
+    (TimeoutError, REASON_TIMEOUT),
+    (ConnectionError, REASON_CONNECTION),
 )
 
 

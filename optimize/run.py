@@ -29,8 +29,8 @@ from tqdm import tqdm
 from edgewise.data.loader import load_episodes, resolve, to_examples
 from edgewise.eval.metric import EpisodeScore, edge_metric, score_episode
 from edgewise.eval.paired import PairedDifference, paired_difference
-from edgewise.modules.batch import iter_concurrently
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.runner import run_episodes
 from edgewise.optimize.artifact import Manifest, new_manifest, save
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET, GoldDemos, select_gold_demos
 from edgewise.signatures.extract_edges import OutputShape
@@ -337,15 +337,16 @@ def evaluate_program(
     When every episode raised, the first error is raised instead: the model was never reached.
     """
     scores, parse_failures, failures = [], 0, []
-    outcomes = iter_concurrently(lambda ep: program(ep.episode()), episodes, workers=workers)
+    outcomes = run_episodes(program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers)
     bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
     for labeled, outcome in bar:
-        if isinstance(outcome, Exception):
-            failures.append(outcome)
+        assert outcome is not None  # every labeled episode has an episode
+        if outcome.result is None:
+            failures.append(outcome.error)
             edges = []
         else:
-            edges = outcome.edges
-            parse_failures += getattr(outcome.result, "parse_failures", 0)
+            edges = outcome.result.edges
+            parse_failures += outcome.result.parse_failures
         scores.append(score_episode(labeled, edges))
     if failures and len(failures) == len(episodes):
         raise failures[

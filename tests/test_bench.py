@@ -132,7 +132,7 @@ def test_results_json_has_the_hand_computed_scores(bench: tuple[BenchReport, Pat
         low, high = run["edge_f1_ci95"]
         assert 0.0 <= low <= scores["edge_f1"] <= high <= 1.0
         assert run["failed_episodes"] == 1
-        assert run["failure_reasons"] == {"ConnectionError": 1}
+        assert run["failure_reasons"] == {"connection": 1}  # the one failure vocabulary of every command
         assert run["failed_per_source"] == {"beta": 1}
         assert run["parse_failure_episodes"] == 0
 

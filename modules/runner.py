@@ -1,0 +1,104 @@
+"""The episode runner: a program run over episodes, one `Outcome` per episode, in input order.
+
+Every caller that runs a program on episodes (`edgewise extract`, the bench, an optimizer's dev
+scoring, the HTTP service, the Ray stage) goes through `run_episode` / `run_episodes`, so an
+episode's result or error, its failure reason, its usage, its model requests and retries, and its
+latency are measured and named the same way everywhere.
+
+DSPy's `Evaluate` and `Parallel` run a program over examples too, but they return when the whole
+set is done, keep no per-example usage, latency or retry counts, and turn a failure into a score;
+a batch that streams ordered JSONL, a bench that reports latency percentiles and a service that
+answers one request need each episode's outcome as it finishes, so the runner is edgewise's own,
+built on `iter_concurrently` (ordered, bounded look-ahead) and `dspy.track_usage`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple, TypeVar
+
+import dspy
+
+from edgewise.modules.batch import iter_concurrently
+from edgewise.modules.faults import episode_scope, failure_reason
+from edgewise.modules.usage import tracked_usage
+from edgewise.signatures.types import Episode, ExtractionResult, StepUsage
+
+T = TypeVar("T")
+
+
+class Outcome(NamedTuple):
+    """What one episode came to: its result, or the error that ended it, and what it cost.
+
+    `reason` names the failure in the one vocabulary of `edgewise.modules.faults.failure_reason`
+    (`rate_limited`, `deadline`, `connection`, ...); None for a result.
+    """
+
+    result: ExtractionResult | None
+    error: BaseException | None
+    reason: str | None
+    usage: StepUsage
+    requests: int
+    retries: Counter[str]
+    latency_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def run_episode(program: Callable[..., Any], episode: Episode, *, timeout_s: float | None = None) -> Outcome:
+    """Run `program` on one episode under its deadline; never raises for a failed episode.
+
+    A result that arrives after the deadline is not used (the episode fails with reason
+    `deadline`), so "over the deadline" always means "failed".
+    """
+    started = time.perf_counter()
+    with episode_scope(timeout_s) as stats, dspy.track_usage() as tracker:
+        try:
+            result = program(episode).result
+            stats.check()
+        except Exception as error:  # noqa: BLE001 - a failed episode is an outcome, not the end of a run
+            return _failed(error, tracker, stats, started)
+    latency = time.perf_counter() - started
+    return Outcome(result, None, None, tracked_usage(tracker), stats.requests, stats.retry_reasons, latency)
+
+
+def _failed(error: BaseException, tracker: Any, stats: Any, started: float) -> Outcome:
+    latency = time.perf_counter() - started
+    return Outcome(
+        None,
+        error,
+        failure_reason(error),
+        tracked_usage(tracker),
+        stats.requests,
+        stats.retry_reasons,
+        latency,
+    )
+
+
+def run_episodes(
+    program: Callable[..., Any],
+    items: Iterable[T],
+    *,
+    episode_of: Callable[[T], Episode | None] = lambda item: item,  # type: ignore[assignment,return-value]
+    workers: int = 1,
+    timeout_s: float | None = None,
+) -> Iterator[tuple[T, Outcome | None]]:
+    """`(item, outcome)` for each item, in input order, each as soon as it and every earlier one is done.
+
+    `episode_of(item)` is the episode to run (an input line's parsed episode, a labeled episode's
+    inputs); None means the item has no episode (an input error) and yields `(item, None)` without
+    a model call. At most `2 * workers` items are in flight.
+    """
+
+    def run(item: T) -> Outcome | None:
+        episode = episode_of(item)
+        return None if episode is None else run_episode(program, episode, timeout_s=timeout_s)
+
+    for item, outcome in iter_concurrently(run, items, workers=workers):
+        if isinstance(outcome, Exception):  # only a bug in `episode_of` gets here: keep the item anyway
+            outcome = Outcome(None, outcome, failure_reason(outcome), StepUsage(), 0, Counter(), 0.0)
+        yield item, outcome
