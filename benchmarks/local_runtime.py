@@ -10,7 +10,8 @@ Each configuration is a model, a runtime and options, written `MODEL@RUNTIME[+OP
   first), `legacy` (the first pass also carries an empty
   `missing_facts` input, as the program did before), `ngram` (llama-server's n-gram speculative
   decoding, drafts looked up in the context: edgewise's default), `ngram-mod` (its `ngram-mod`
-  variant instead), `draft` (speculative decoding with the 0.5B model as
+  variant instead), `ngram16` / `ngram8` (n-gram drafts of at most 16 / 8 tokens instead of 48),
+  `draft` (speculative decoding with the 0.5B model as
   the draft), `fa` (flash attention on), `t1` (one thread)
 
 Configurations run one after another, each on its own llama-server (one slot, temperature 0), over
@@ -46,6 +47,8 @@ OPTIONS: Final = (
     "legacy",
     "ngram",
     "ngram-mod",
+    "ngram16",
+    "ngram8",
     "draft",
     "fa",
     "t1",
@@ -78,6 +81,13 @@ class Config:
         args: list[str] = ["--metrics"]
         if "ngram-mod" in self.options:
             args += ["--spec-type", "ngram-mod"]
+        for option in self.options & {"ngram16", "ngram8"}:  # n-gram drafts of at most 16 or 8 tokens
+            args += [
+                "--spec-type",
+                "ngram-simple",
+                "--spec-ngram-simple-size-m",
+                option.removeprefix("ngram"),
+            ]
         if "draft" in self.options:
             assert draft_file is not None
             args += ["-md", str(draft_file), "--spec-type", "draft-simple", "-td", "2"]

@@ -19,7 +19,8 @@ import dspy
 
 from edgewise.data import load_episodes
 from edgewise.data.loader import to_examples
-from edgewise.eval.metric import edge_metric, score_episode
+from edgewise.eval.feedback import edge_metric
+from edgewise.eval.scoring import score_episode
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from edgewise.jsonl import field_path
 from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
@@ -53,17 +53,6 @@ def resolve(source: str | Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no such episodes file: {path} (or name a split: {', '.join(SPLITS)})")
     return path
-
-
-def _field_path(location: Iterable[Any]) -> str:
-    """('edges', 0, 'validAt') -> 'edges[0].validAt'."""
-    text = ""
-    for part in location:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
 
 
 def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
@@ -142,7 +131,9 @@ def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisod
                     reason = detail["msg"]
                     if detail["type"] not in {"missing", "extra_forbidden"} and "input" in detail:
                         reason += f" (got {json.dumps(detail['input'], default=str)[:80]})"
-                    errors.append(DatasetError(path, number, reason, _field_path(detail["loc"]) or None))
+                    errors.append(
+                        DatasetError(path, number, reason, field_path(tuple(detail["loc"])) or None)
+                    )
                 continue
             for field, reason in check_episode(episode):
                 errors.append(DatasetError(path, number, reason, field))

@@ -23,21 +23,29 @@ from http import HTTPStatus
 from typing import Annotated, Any, Final
 
 import dspy
-from dspy.utils.exceptions import (
-    ContextWindowExceededError,
-    LMAuthError,
-    LMBillingError,
-    LMError,
-    LMRateLimitError,
-    LMServerError,
-    LMTimeoutError,
-    LMTransportError,
-)
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from edgewise.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.jsonl import field_path
+from edgewise.modules.faults import (
+    REASON_AUTH,
+    REASON_CONNECTION,
+    REASON_CONTEXT_WINDOW,
+    REASON_DEADLINE,
+    REASON_INTERNAL,
+    REASON_INVALID_REQUEST,
+    REASON_INVALID_RESPONSE,
+    REASON_PARSE,
+    REASON_PROVIDER_ERROR,
+    REASON_RATE_LIMITED,
+    REASON_SERVER_ERROR,
+    REASON_TIMEOUT,
+    failure_reason,
+    retry_after_seconds,
+)
 from edgewise.modules.redaction import MIN_SECRET_CHARS, env_secrets, redact
+from edgewise.modules.runner import run_episode
 from edgewise.signatures.types import EdgeType, Episode, ExtractionResult, ExtractionWarning
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
@@ -117,52 +125,57 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
     return {secret for secret in found if len(secret) >= MIN_SECRET_CHARS}
 
 
+# The HTTP status of each failure reason (`edgewise.modules.faults.failure_reason`, the words every
+# command uses): the provider slow, rate-limited or unreachable is 503 (try again later), the
+# provider answering with an error or nonsense is 502, a prompt too long for the model is the
+# request's fault (422); anything else is a 500.
+_STATUS_OF_REASON: Final[dict[str, int]] = {
+    REASON_RATE_LIMITED: 503,
+    REASON_TIMEOUT: 503,
+    REASON_DEADLINE: 503,
+    REASON_CONNECTION: 503,
+    REASON_SERVER_ERROR: 502,
+    REASON_AUTH: 502,
+    REASON_PROVIDER_ERROR: 502,
+    REASON_INVALID_RESPONSE: 502,
+    REASON_PARSE: 502,
+    REASON_INVALID_REQUEST: 502,
+    REASON_CONTEXT_WINDOW: 422,
+}
+_WHAT_HAPPENED: Final[dict[str, str]] = {
+    REASON_RATE_LIMITED: "the model provider rate-limited the call",
+    REASON_TIMEOUT: "the model provider did not answer in time",
+    REASON_DEADLINE: "the episode ran past its deadline",
+    REASON_CONNECTION: "could not reach the model provider",
+    REASON_SERVER_ERROR: "the model provider failed",
+    REASON_AUTH: "the model provider refused this server's credentials",
+    REASON_CONTEXT_WINDOW: "the episode does not fit the model's context window; shorten episodeContent or "
+    "previousEpisodes",
+}
+
+
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
-    """Map an exception from running the program to what the client sees.
-
-    The provider being slow, rate-limited or unreachable is 503 (try again later; `Retry-After` when the
-    provider gave one); the provider answering with an error or nonsense is 502; a prompt longer than
-    the model's context is the request's fault (422). Anything else is a 500.
-    """
+    """Map an exception from running the program to what the client sees: the failure reason of
+    every edgewise command, with an HTTP status (`_STATUS_OF_REASON`) and `Retry-After` when the
+    provider gave one."""
     text = redact(f"{type(error).__name__}: {error}", secrets)
-    if isinstance(error, ContextWindowExceededError):
-        return ServiceError(
-            422,
-            "context_window_exceeded",
-            f"the episode does not fit the model's context window; shorten episodeContent or "
-            f"previousEpisodes ({text})",
-            fields=[FieldProblem(field="episodeContent", message="too long for the model's context window")],
-        )
-    if isinstance(error, LMRateLimitError):
-        headers = {}
-        if error.retry_after is not None and error.retry_after >= 0:
-            headers["Retry-After"] = str(max(1, round(error.retry_after)))
-        return ServiceError(
-            503,
-            "provider_rate_limited",
-            f"the model provider rate-limited the call ({text})",
-            headers=headers,
-        )
-    if isinstance(error, LMTimeoutError | TimeoutError):
-        return ServiceError(503, "provider_timeout", f"the model provider did not answer in time ({text})")
-    if isinstance(error, LMTransportError):
-        return ServiceError(503, "provider_unreachable", f"could not reach the model provider ({text})")
-    if isinstance(error, LMServerError):
-        return ServiceError(502, "provider_server_error", f"the model provider failed ({text})")
-    if isinstance(error, LMAuthError | LMBillingError):
-        return ServiceError(
-            502, "provider_auth_failed", f"the model provider refused this server's credentials ({text})"
-        )
-    if isinstance(error, LMError) or type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
-        return ServiceError(502, "provider_error", f"the model provider call failed ({text})")
-    return ServiceError(500, "internal_error", f"extraction failed ({text})")
-
-
-def _field_path(location: Sequence[str | int]) -> str:
-    path = ""
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "body"
+    reason = failure_reason(error)
+    if reason == REASON_INTERNAL and type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
+        reason = REASON_PROVIDER_ERROR
+    status = _STATUS_OF_REASON.get(reason, 500)
+    what = _WHAT_HAPPENED.get(
+        reason, "the model provider call failed" if status == 502 else "extraction failed"
+    )
+    headers = {}
+    hint = retry_after_seconds(error)
+    if reason == REASON_RATE_LIMITED and hint is not None:
+        headers["Retry-After"] = str(max(1, round(hint)))
+    fields = (
+        [FieldProblem(field="episodeContent", message="too long for the model's context window")]
+        if reason == REASON_CONTEXT_WINDOW
+        else None
+    )
+    return ServiceError(status, reason, f"{what} ({text})", headers=headers, fields=fields or ())
 
 
 def field_problems(
@@ -184,7 +197,7 @@ def field_problems(
                 (record.get("ctx") or {}).get("error", message)
             )
             location = list(under)
-        problems.append(FieldProblem(field=_field_path(location), message=message))
+        problems.append(FieldProblem(field=field_path(tuple(location)) or "body", message=message))
     return problems
 
 
@@ -534,13 +547,14 @@ class _Runner:
 
     def _extract_sync(self, episode: Episode) -> ExtractionResult:
         with self._lm_scope():
-            prediction = self.program(episode=episode)
-        result = getattr(prediction, "result", None)
-        if not isinstance(result, ExtractionResult):
+            outcome = run_episode(self.program, episode)
+        if outcome.error is not None:
+            raise outcome.error
+        if not isinstance(outcome.result, ExtractionResult):
             raise TypeError(
-                f"the program returned {type(result).__name__} as .result, not an ExtractionResult"
+                f"the program returned {type(outcome.result).__name__} as .result, not an ExtractionResult"
             )
-        return result
+        return outcome.result
 
     async def extract(self, episode: Episode) -> ExtractionResult:
         """The program's result, or a `ServiceError` saying why not (secrets removed, failure logged)."""

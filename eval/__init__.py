@@ -8,7 +8,11 @@ from edgewise.eval.bench import (
     run_bench,
     stratified_sample,
 )
-from edgewise.eval.metric import (
+from edgewise.eval.dates import format_date
+from edgewise.eval.feedback import edge_metric, feedback_text, format_edge
+from edgewise.eval.intervals import bootstrap_ci
+from edgewise.eval.matching import normalize_type
+from edgewise.eval.records import (
     Counts,
     EpisodeScore,
     MissedEdge,
@@ -17,16 +21,9 @@ from edgewise.eval.metric import (
     SplitScore,
     SpuriousEdge,
     WrongDate,
-    aggregate,
-    bootstrap_ci,
-    edge_metric,
-    feedback_text,
-    format_date,
-    format_edge,
-    normalize_name,
-    normalize_type,
-    score_episode,
 )
+from edgewise.eval.scoring import aggregate, score_episode
+from edgewise.names import normalize_name
 
 __all__ = [
     "BenchInterrupted",

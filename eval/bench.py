@@ -1,7 +1,7 @@
 """The benchmark runner: every model x program over the same labeled episodes, scored by edge-F1.
 
 A bench is how a user picks a model and a program: each pair extracts every episode, each episode is
-scored against its gold edges (`edgewise.eval.metric`), and the run records what it cost (LM calls,
+scored against its gold edges (`edgewise.eval.scoring`), and the run records what it cost (LM calls,
 tokens, latency, price) beside what it found. Nothing a single episode does can stop the bench: an LM
 error or timeout is recorded as a failed episode, scored as an empty prediction and counted apart, and
 Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
@@ -34,9 +34,11 @@ from pydantic import BaseModel, Field
 
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
-from edgewise.eval.metric import EpisodeScore, SplitScore, aggregate, bootstrap_ci, score_episode
+from edgewise.eval.intervals import bootstrap_ci
 from edgewise.eval.paired import PairedDifference, paired_on_shared
+from edgewise.eval.records import EpisodeScore, SplitScore
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
+from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.modules.runner import Outcome, run_episodes
 from edgewise.signatures.types import Episode, LabeledEpisode, StepUsage

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Final, Literal, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from edgewise.eval.metric import DateField, EpisodeScore, MistypedEdge, ReversedEdge
+from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
 from edgewise.eval.report import ERRORS_JSONL, error_line, write_atomic
 from edgewise.jsonl import InputError, validation_error
 from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, GoldEdge, LabeledEpisode

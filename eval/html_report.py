@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from edgewise.eval.dates import format_date
 from edgewise.eval.episode_log import (
     EPISODES_JSONL,
     PREDICTIONS_JSONL,
@@ -28,8 +29,8 @@ from edgewise.eval.episode_log import (
     read_episodes,
     read_predictions,
 )
-from edgewise.eval.metric import format_date, normalize_name
 from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row, write_atomic
+from edgewise.names import normalize_name
 from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import Any, Final, NamedTuple
 
 import numpy as np
 
-from edgewise.eval.metric import EpisodeScore, Stat, _stat_columns
+from edgewise.eval.intervals import Stat, stat_columns
+from edgewise.eval.records import EpisodeScore
 
 DEFAULT_RESAMPLES: Final = 2000
 _CI_LEVEL: Final = 0.95
@@ -76,10 +77,10 @@ def paired_difference(
         raise ValueError(
             f"paired_difference: position {i} scores {_episode_id(baseline[i])!r} and {_episode_id(candidate[i])!r}"
         )
-    rows_a = np.asarray(_stat_columns(baseline, stat)[0], dtype=float)
-    rows_b = np.asarray(_stat_columns(candidate, stat)[0], dtype=float)
+    rows_a = np.asarray(stat_columns(baseline, stat)[0], dtype=float)
+    rows_b = np.asarray(stat_columns(candidate, stat)[0], dtype=float)
     n = len(baseline)
-    _, build = _stat_columns([], stat)
+    _, build = stat_columns([], stat)
     observed = build(tuple(rows_b.sum(axis=0)), n) - build(tuple(rows_a.sum(axis=0)), n)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, n, size=(n_resamples, n))

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from edgewise.eval.metric import EpisodeScore
+from edgewise.eval.records import EpisodeScore
 from edgewise.signatures.types import ExtractionResult
 
 if TYPE_CHECKING:

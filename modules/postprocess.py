@@ -10,11 +10,11 @@ only in a decoding grammar, because a hosted model is never sent one and a serve
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
 from edgewise.modules.time_words import resolve_time_words
+from edgewise.names import normalize_name as name_key
 from edgewise.signatures.types import (
     AttributeValue,
     Edge,
@@ -29,13 +29,6 @@ _NULL_DATE_STRINGS: Final = frozenset({"", "null", "none", "n/a", "unknown"})
 _YEAR: Final = re.compile(r"^\s*(\d{4})\s*$")
 _YEAR_MONTH: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
 _DATE: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
-
-
-def name_key(name: str) -> str:
-    """Case-, whitespace- and diacritic-insensitive form of a name ("  José  Díaz" -> "jose diaz")."""
-    decomposed = unicodedata.normalize("NFKD", name)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(stripped.casefold().split())
 
 
 def to_screaming_snake(name: str) -> str:

@@ -27,8 +27,10 @@ from dspy.utils.usage_tracker import UsageTracker
 from tqdm import tqdm
 
 from edgewise.data.loader import load_episodes, resolve, to_examples
-from edgewise.eval.metric import EpisodeScore, edge_metric, score_episode
+from edgewise.eval.feedback import edge_metric
 from edgewise.eval.paired import PairedDifference, paired_difference
+from edgewise.eval.records import EpisodeScore
+from edgewise.eval.scoring import score_episode
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.runner import run_episodes
 from edgewise.optimize.artifact import Manifest, new_manifest, save

@@ -273,7 +273,7 @@ def test_the_service_masks_a_key_the_provider_echoes(echo_server: ThreadingHTTPS
     }
     with caplog.at_level(logging.DEBUG), TestClient(create_app(EdgeExtractor(), lm)) as client:
         response = client.post("/v1/extract", json=context)
-    assert response.status_code == 502 and response.json()["error"]["reason"] == "provider_auth_failed"
+    assert response.status_code == 502 and response.json()["error"]["reason"] == "auth"
     assert "***" in response.text
     assert PLAIN_KEY not in response.text and PLAIN_KEY not in caplog.text
 
