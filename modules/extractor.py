@@ -14,9 +14,9 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.context import extraction_inputs
-from edgewise.modules.lm import output_vocabulary
 from edgewise.modules.postprocess import cap_attributes, postprocess
 from edgewise.modules.usage import track_step
+from edgewise.modules.vocabulary import vocabulary_signature
 from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
@@ -77,8 +77,9 @@ def result_prediction(result: ExtractionResult) -> dspy.Prediction:
 class EdgeExtractor(dspy.Module):
     """Extract edges between an episode's known entities, with dates, usage and warnings.
 
-    On a self-hosted server the decoder may only write the episode's entity names (the seed's rule 1)
-    and, with `closed_types`, only its RELATIONSHIP TYPES; see `output_vocabulary`. `closed_types=False`
+    The reply type allows only the episode's entity names (the seed's rule 1) and, with
+    `closed_types`, only its RELATIONSHIP TYPES (`vocabulary_signature`): a server that takes a JSON
+    schema decodes nothing else, and post-processing drops what a server let through. `closed_types=False`
     keeps the seed's open vocabulary, for callers whose type list names only the most important types.
     `output_shape` is the reply the model writes (see `extract_signature`); results always have the
     seed's shape.
@@ -113,13 +114,13 @@ class EdgeExtractor(dspy.Module):
         names = [entity.name for entity in episode.entities]
         types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
         source, target, kind = _VOCABULARY_KEYS[self.output_shape]
-        with output_vocabulary(**{source: names, target: names, kind: types}):
-            raw = self._extract(episode, inputs, [], usage, warnings)
-            for _ in range(self.max_reflexion_rounds):
-                missing = self._missing_facts(inputs, raw, usage, warnings)
-                if not missing:
-                    break
-                raw = raw + self._extract(episode, inputs, missing, usage, warnings)
+        signature = vocabulary_signature(self.extract.signature, {source: names, target: names, kind: types})
+        raw = self._extract(episode, inputs, signature, [], usage, warnings)
+        for _ in range(self.max_reflexion_rounds):
+            missing = self._missing_facts(inputs, raw, usage, warnings)
+            if not missing:
+                break
+            raw = raw + self._extract(episode, inputs, signature, missing, usage, warnings)
         edges, cleanup_warnings = postprocess(raw, episode, closed_types=self.closed_types)
         warnings.extend(cleanup_warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
@@ -133,14 +134,16 @@ class EdgeExtractor(dspy.Module):
         self,
         episode: Episode,
         inputs: dict[str, Any],
+        signature: type[dspy.Signature],
         missing_facts: list[str],
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
-        """One extraction call; a re-extraction (with `missing_facts`) adds the hints to the signature."""
-        hints: dict[str, Any] = {}
+        """One extraction call with the episode's `signature`; a re-extraction (with `missing_facts`)
+        adds the hints to it."""
+        hints: dict[str, Any] = {"signature": signature}
         if missing_facts:
-            hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
+            hints = {"signature": with_missing_facts(signature), "missing_facts": missing_facts}
         with track_step(STEP_EXTRACT, usage):
             try:
                 edges = list(self.extract(**inputs, **hints).edges or [])

@@ -11,9 +11,8 @@ import argparse
 import copy
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 import dspy
@@ -39,30 +38,6 @@ _PLACEHOLDER_KEY: Final = "not-needed"
 LOCAL_TIMEOUT_S: Final = 900.0
 MAX_LIST_ITEMS: Final = 12
 MAX_STRING_CHARS: Final = 300
-
-
-_OUTPUT_VOCABULARY: ContextVar[dict[str, tuple[str, ...]] | None] = ContextVar(
-    "edgewise_output_vocabulary", default=None
-)
-
-
-@contextmanager
-def output_vocabulary(**allowed: Sequence[str]) -> Iterator[None]:
-    """Within this block, requests to a self-hosted server allow only these values for these properties.
-
-    The seed's rule 1 (only the episode's entities) and its type list are prompt text a small model may
-    ignore; the parser cannot know the episode, but the server's grammar can: `bounded_response_format`
-    turns each list into a JSON-schema `enum`, so the decoder can only write the episode's own entities
-    and types.
-    An empty list leaves its property free. The setting follows the call's thread and task (a ContextVar).
-    """
-    token = _OUTPUT_VOCABULARY.set(
-        {name: tuple(dict.fromkeys(values)) for name, values in allowed.items() if values}
-    )
-    try:
-        yield
-    finally:
-        _OUTPUT_VOCABULARY.reset(token)
 
 
 class LMConfigError(ValueError):
@@ -129,7 +104,7 @@ class EdgewiseLM(dspy.LM):
 
     def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.kwargs.get("api_base") and kwargs.get("response_format") is not None:
-            bounded = bounded_response_format(kwargs["response_format"], _OUTPUT_VOCABULARY.get())
+            bounded = bounded_response_format(kwargs["response_format"])
             return {**kwargs, "response_format": bounded}
         return kwargs
 
@@ -171,33 +146,27 @@ class EdgewiseLM(dspy.LM):
         return params
 
 
-def _bound_schema(node: Any, vocabulary: dict[str, tuple[str, ...]]) -> None:
+def _bound_schema(node: Any) -> None:
     if isinstance(node, dict):
-        properties = node.get("properties")
-        if isinstance(properties, dict):
-            for name, values in vocabulary.items():
-                if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
-                    properties[name]["enum"] = list(values)
         if node.get("type") == "array":
             node.setdefault("maxItems", MAX_LIST_ITEMS)
-        elif node.get("type") == "string":
+        elif node.get("type") == "string" and "enum" not in node:
             node.setdefault("maxLength", MAX_STRING_CHARS)
         for value in node.values():
-            _bound_schema(value, vocabulary)
+            _bound_schema(value)
     elif isinstance(node, list):
         for value in node:
-            _bound_schema(value, vocabulary)
+            _bound_schema(value)
 
 
-def bounded_response_format(
-    response_format: Any, vocabulary: dict[str, tuple[str, ...]] | None = None
-) -> Any:
+def bounded_response_format(response_format: Any) -> Any:
     """A JSON-schema `response_format` whose lists and strings have an upper length.
 
     A small model under grammar-constrained decoding can append edges (or characters) until it
     hits max_tokens; a self-hosted server (llama.cpp, vLLM) turns these bounds into its grammar, so
     the loop ends early instead of costing a minute of CPU. Hosted providers are left as they are.
-    `vocabulary` (property name -> allowed values) adds an `enum` to every string property of that name.
+    (The episode's names and types are already `enum`s: the reply type carries them, see
+    `edgewise.modules.vocabulary`.)
     """
     if isinstance(response_format, type) and issubclass(response_format, BaseModel):
         from litellm.utils import type_to_response_format_param
@@ -206,7 +175,7 @@ def bounded_response_format(
     if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
         return response_format
     bounded = copy.deepcopy(response_format)
-    _bound_schema(bounded["json_schema"].get("schema"), vocabulary or {})
+    _bound_schema(bounded["json_schema"].get("schema"))
     return bounded
 
 
@@ -308,8 +277,11 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
 
 @contextmanager
 def lm_context(lm: dspy.BaseLM) -> Iterator[None]:
-    """Run edgewise programs with `lm` and the JSON adapter (structured outputs where supported)."""
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    """Run edgewise programs with `lm` and the JSON adapter (structured outputs where supported); the
+    adapter sends each episode's vocabulary in the response schema only (`VocabularyJSONAdapter`)."""
+    from edgewise.modules.vocabulary import VocabularyJSONAdapter
+
+    with dspy.context(lm=lm, adapter=VocabularyJSONAdapter()):
         yield
 
 

@@ -77,12 +77,10 @@ def test_reflexion_feeds_missing_facts_back_and_merges(episode_fields):
 
 
 def test_compact_shape_reply_becomes_seed_edges_with_the_vocabulary_on_its_keys(episode_fields):
-    from edgewise.modules.lm import _OUTPUT_VOCABULARY
-
     seen = []
 
     def respond(messages, kwargs):
-        seen.append(_OUTPUT_VOCABULARY.get())
+        seen.append(kwargs.get("response_format"))
         return json.dumps(
             {
                 "edges": [
@@ -97,12 +95,24 @@ def test_compact_shape_reply_becomes_seed_edges_with_the_vocabulary_on_its_keys(
             }
         )
 
-    result = _run(EdgeExtractor(output_shape="compact"), ScriptedLM(respond), episode_fields)
+    class SchemaLM(ScriptedLM):  # a model that takes a JSON schema, as a self-hosted server does
+        supports_response_schema = True
+        supported_params = {"response_format"}
+
+    result = _run(EdgeExtractor(output_shape="compact"), SchemaLM(respond), episode_fields)
     assert [(e.source_entity_name, e.relationship_type, e.target_entity_name) for e in result.edges] == [
         ("Alice", "WORKS_AT", "Acme Corp")
     ]
     assert result.edges[0].valid_at.isoformat() == "2021-03-01T00:00:00+00:00"
-    assert set(seen[0]) == {"source", "target", "type"} and "Bob" in seen[0]["source"]
+    schema = (
+        json.dumps(seen[0].model_json_schema())
+        if seen[0] is not None and hasattr(seen[0], "model_json_schema")
+        else json.dumps(seen[0])
+    )
+    assert (
+        '"enum": ["Alice", "Acme Corp", "Berlin", "Bob"]' in schema
+        and '"enum": ["WORKS_AT", "MARRIED_TO"]' in schema
+    )
 
 
 def test_reflexion_stops_when_nothing_is_missing(episode_fields):

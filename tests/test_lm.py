@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import dspy
+import pytest
 from fakes import edge, edges_reply
 from mock_openai import MockOpenAIServer
 
@@ -15,7 +17,6 @@ from edgewise.modules.lm import (
     bounded_response_format,
     build_lm,
     lm_context,
-    output_vocabulary,
 )
 from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
 
@@ -90,13 +91,29 @@ def _served_request(program, reply):
         return result, server.requests[0]
 
 
-def test_vocabulary_becomes_an_enum_only_on_the_named_string_properties():
-    with_enum = bounded_response_format(SeedEdgesReply, {"relationshipType": ("A", "B"), "absent": ("x",)})
-    objects = _schema_nodes(with_enum, "object")
-    properties = [n["properties"] for n in objects if "relationshipType" in n.get("properties", {})]
-    assert properties and properties[0]["relationshipType"]["enum"] == ["A", "B"]
-    assert "enum" not in properties[0]["fact"]
-    assert "enum" not in json.dumps(bounded_response_format(SeedEdgesReply))
+def test_vocabulary_becomes_an_enum_only_on_the_named_fields_and_never_refuses_a_value():
+    from edgewise.modules.vocabulary import vocabulary_model
+    from edgewise.signatures.types import ExtractedEdge
+
+    limited = vocabulary_model(
+        ExtractedEdge, {"relationshipType": ["A", "B", "A"], "absent": ["x"], "fact": []}
+    )
+    properties = limited.model_json_schema()["properties"]
+    assert properties["relationshipType"]["enum"] == ["A", "B"]
+    assert (
+        properties["relationshipType"]["description"]
+        == ExtractedEdge.model_fields["relationshipType"].description
+    )
+    assert "enum" not in properties["fact"] and "enum" not in properties["sourceEntityName"]
+    assert issubclass(limited, ExtractedEdge) and list(limited.model_fields) == list(
+        ExtractedEdge.model_fields
+    )
+    # the enum guides the decoder; a server that ignored it still gets its reply parsed
+    assert (
+        limited(relationshipType="Z", sourceEntityName="a", targetEntityName="b", fact="f").relationshipType
+        == "Z"
+    )
+    assert vocabulary_model(ExtractedEdge, {"fact": []}) is ExtractedEdge
 
 
 def test_extractor_limits_decoding_to_the_episodes_entities_and_types():
@@ -118,12 +135,46 @@ def test_open_types_leave_the_relationship_type_free_but_keep_entity_names_close
     assert [e.relationship_type for e in result.edges] == ["FRIEND_OF"]
 
 
-def test_vocabulary_ends_with_its_block():
-    from edgewise.modules.lm import _OUTPUT_VOCABULARY
+def test_the_prompt_is_the_same_for_every_episode_so_the_server_can_cache_it():
+    """The vocabulary is in the response schema only: the system prompt never names an entity."""
+    other = {**_TYPED_EPISODE, "entities": [{"name": "Zed"}, {"name": "Yolanda"}]}
+    reply = edges_reply(edge("Zed", "MET", "Yolanda", "Zed met Yolanda."))
+    with MockOpenAIServer(reply) as server:
+        lm = build_lm(LMConfig(model="openai/mock", api_base=server.api_base, cache=False, num_retries=0))
+        with lm_context(lm):
+            EdgeExtractor()(_TYPED_EPISODE)
+            EdgeExtractor()(other)
+        first, second = (request["messages"][0]["content"] for request in server.requests)
+        assert first == second and "Zed" not in first and "Alice" not in first
+        assert _edge_properties(server.requests[1])["sourceEntityName"]["enum"] == ["Zed", "Yolanda"]
 
-    with output_vocabulary(relationshipType=["A", "A", "B"], targetEntityName=[]):
-        assert _OUTPUT_VOCABULARY.get() == {"relationshipType": ("A", "B")}
-    assert _OUTPUT_VOCABULARY.get() is None
+
+def test_a_hosted_model_that_takes_a_schema_gets_the_vocabulary_too():
+    from edgewise.modules.vocabulary import VocabularyJSONAdapter
+
+    captured = {}
+
+    class HostedLM(dspy.BaseLM):
+        supports_response_schema = True
+
+        def __init__(self):
+            super().__init__("openai/gpt-4o-mini")
+
+        @property
+        def supported_params(self):
+            return {"response_format"}
+
+        def forward(self, prompt=None, messages=None, **kwargs):
+            captured.update(kwargs)
+            raise RuntimeError("stop after the request is built")
+
+    with (
+        dspy.context(lm=HostedLM(), adapter=VocabularyJSONAdapter()),
+        pytest.raises(RuntimeError, match="stop"),
+    ):
+        EdgeExtractor()(_TYPED_EPISODE)
+    schema = json.dumps(captured["response_format"].model_json_schema())
+    assert '"enum": ["Alice", "Acme", "Bob"]' in schema and '"enum": ["WORKS_AT", "MET"]' in schema
 
 
 def test_environment_fills_unset_fields(monkeypatch):
