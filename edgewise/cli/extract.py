@@ -103,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workers",
         type=at_least(1),
         default=1,
-        help="episodes extracted concurrently (default 1). Example: --workers 8",
+        help="episodes extracted concurrently, in each actor with --engine ray (default 1). Example: --workers 8",
     )
     parser.add_argument(
         "--resume",
