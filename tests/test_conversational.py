@@ -280,57 +280,45 @@ def _source_file(tmp_path: Path, conversations: list[dict], edge_types: list[dic
     return path
 
 
-def test_a_bad_source_fails_with_conversation_turn_and_field(tmp_path: Path) -> None:
-    edge = {"type": "ROOMMATE_OF", "source": "User", "target": "Ann", "fact": "Ann moved in last weekend.",
-            "validAt": "last weekend", "invalidAt": None}  # fmt: skip
-    turn = {
-        "time": "2024-03-12T21:00:00Z",
-        "text": "My friend Ann moved in last weekend.",
-        "entities": ["User", "Ann"],
-        "edges": [edge],
-    }
-    bad = {"id": 99, "user": "User", "entities": {"User": "Person", "Ann": "Person"}, "turns": [turn]}
+def _one_turn(text: str, edges: list[dict], names: tuple[str, ...] = ("User", "Ann")) -> dict:
+    """Conversation 99: one turn on Tuesday 2024-03-12 at 21:00 UTC, every name a Person."""
+    turn = {"time": "2024-03-12T21:00:00Z", "text": text, "entities": list(names), "edges": edges}
+    return {"id": 99, "user": "User", "entities": dict.fromkeys(names, "Person"), "turns": [turn]}
 
-    def build() -> list[dict]:
-        return build_conversational_episodes(read_source(_source_file(tmp_path, [bad])))
+
+def test_a_bad_source_fails_with_conversation_turn_and_field(tmp_path: Path) -> None:
+    text = "My friend Ann moved in last weekend."
+    edge = {"type": "ROOMMATE_OF", "source": "User", "target": "Ann", "fact": text, "validAt": "last weekend",
+            "invalidAt": None}  # fmt: skip
+
+    def build(conversation: dict) -> list[dict]:
+        return build_conversational_episodes(read_source(_source_file(tmp_path, [conversation])))
 
     with pytest.raises(
         ConversationalSourceError,
         match=r"source.json: conversation 99, turn 1, edge 1, validAt: .*last weekend",
     ):
-        build()
-
-    turn["edges"] = [edge | {"target": "Bob", "fact": "Bob moved in.", "validAt": "ref"}]
+        build(_one_turn(text, [edge]))
     with pytest.raises(ConversationalSourceError, match=r"turn 1, edge 1, target: 'Bob' is not in this turn"):
-        build()
-
-    turn["edges"] = []
-    turn["entities"] = ["User", "Ann", "Carl"]
-    bad["entities"]["Carl"] = "Person"
+        build(_one_turn(text, [edge | {"target": "Bob", "validAt": "ref"}]))
     with pytest.raises(ConversationalSourceError, match=r"'Carl' is not mentioned"):
-        build()
+        build(_one_turn(text, [], names=("User", "Ann", "Carl")))
 
 
 def test_a_source_file_of_the_wrong_shape_names_the_field(tmp_path: Path) -> None:
-    edge = {
+    misspelled = {
         "type": "FRIEND_OF",
         "source": "User",
         "target": "Ann",
         "fact": "Ann is my friend.",
         "validat": "ref",
     }
-    turn = {
-        "time": "2024-03-12T21:00:00Z",
-        "text": "Ann is my friend.",
-        "entities": ["User", "Ann"],
-        "edges": [edge],
-    }
-    conversation = {"id": 1, "user": "User", "entities": {"User": "Person", "Ann": "Person"}, "turns": [turn]}
     with pytest.raises(
         ConversationalSourceError, match=r"source.json: conversations\[0\]\.turns\[0\]\.edges\[0\]"
     ):
-        read_source(_source_file(tmp_path, [conversation]))  # a misspelled key is not a missing date
-
+        read_source(
+            _source_file(tmp_path, [_one_turn("Ann is my friend.", [misspelled])])
+        )  # not a missing date
     twice = [{"name": "FRIEND_OF", "description": "Friends.", "symmetric": True}] * 2
     with pytest.raises(ConversationalSourceError, match=r"edgeTypes: FRIEND_OF listed more than once"):
         read_source(_source_file(tmp_path, [], edge_types=twice))

@@ -77,52 +77,21 @@ SOURCE_FILE: Final[Path] = Path(__file__).with_name("conversational_source.json"
 
 #: How messages name the shipped file: by its place in the source tree, wherever the package is installed.
 _SHIPPED_LABEL: Final[str] = "data/build/conversational_source.json"
-_WEEKDAYS: Final[dict[str, int]] = {
-    name: index
-    for index, name in enumerate(
-        ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-    )
+# The words of the date grammar, each list as one line of words (as literals they would take a line a word).
+_WEEKDAY_WORDS: Final = "monday tuesday wednesday thursday friday saturday sunday"
+_MONTH_WORDS: Final = "january february march april may june july august september october november december"
+_NUMBER_WORDS_0_TO_12: Final = "zero one two three four five six seven eight nine ten eleven twelve"
+_WEEKDAYS: Final[dict[str, int]] = {name: index for index, name in enumerate(_WEEKDAY_WORDS.split())}
+_MONTHS: Final[dict[str, int]] = {name: index for index, name in enumerate(_MONTH_WORDS.split(), start=1)}
+_SMALL_NUMBERS: Final[dict[str, int]] = {word: n for n, word in enumerate(_NUMBER_WORDS_0_TO_12.split())}
+_NUMBER_WORDS: Final = _SMALL_NUMBERS | {
+    "a": 1,
+    "an": 1,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
 }
-_MONTHS: Final[dict[str, int]] = {
-    name: index
-    for index, name in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ],
-        start=1,
-    )
-}
-_NUMBER_WORDS: Final[dict[str, int]] = {
-    word: index
-    for index, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-        ]
-    )
-} | {"a": 1, "an": 1, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
 
 
 class ResolvedDate(NamedTuple):
