@@ -1,4 +1,8 @@
-"""The processes of the Ray stage's actors, found through /proc (Linux), for tests and benchmarks that kill one."""
+"""The processes of the Ray stage's actors, found through /proc (Linux), for tests and benchmarks that kill one.
+
+Only actors below a given process are found (the Ray a test or a command started is its child), so a
+test never touches the actors of another Ray running on the same machine.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,29 @@ STAGE_TITLE: Final = "ray::MapWorker(MapBatches(EpisodeStage))"
 
 
 def can_find_actors() -> bool:
-    return (PROC / "self" / "cmdline").exists()
+    return (PROC / "self" / "stat").exists()
 
 
-def stage_actor_pids() -> list[int]:
-    """PIDs of the running stage actors, lowest first."""
+def _parent(pid: int) -> int | None:
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state, past the (command)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    seen = 0
+    current: int | None = pid
+    while current and seen < 64:
+        if current == ancestor:
+            return True
+        current, seen = _parent(current), seen + 1
+    return False
+
+
+def stage_actor_pids(ancestor: int) -> list[int]:
+    """PIDs of the running stage actors below process `ancestor` (the one that started Ray), lowest first."""
     found = []
     for name in os.listdir(PROC):
         if not name.isdigit():
@@ -25,6 +47,6 @@ def stage_actor_pids() -> list[int]:
             title = (PROC / name / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if title.startswith(STAGE_TITLE):
+        if title.startswith(STAGE_TITLE) and _descends_from(int(name), ancestor):
             found.append(int(name))
     return sorted(found)

@@ -139,7 +139,7 @@ def test_a_killed_actor_loses_no_line_and_repeats_none(tmp_path, capfd):
     def kill_one_actor(body: dict[str, Any]) -> str:
         with lock:
             seen["requests"] += 1
-            pids = stage_actor_pids()
+            pids = stage_actor_pids(os.getpid())  # the actors of this module's Ray only
             if seen["requests"] >= kill_at and pids and not killed:
                 os.kill(pids[0], signal.SIGKILL)  # mid-batch: its other episodes are in flight
                 killed.append(pids[0])
