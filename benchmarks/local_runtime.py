@@ -111,6 +111,7 @@ class Run:
     edges: int = 0
     parse_failures: int = 0
     failed: int = 0
+    failed_ids: list[str] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
     peak_rss: int | None = None
     scores: list[Any] = field(default_factory=list)
@@ -195,7 +196,7 @@ def _program(config: Config) -> Any:
 def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) -> Run:
     """Serve the configuration's model and extract every episode once, timing each."""
     from edgewise.eval import score_episode
-    from edgewise.modules.lm import LMConfig, build_lm, lm_context
+    from edgewise.modules.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
     from edgewise.modules.local_models import ensure_model_file, resolve_local_model
     from edgewise.modules.local_server import LocalServer, LocalServerError, peak_rss_bytes
 
@@ -226,6 +227,7 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
                 cache=False,
                 max_tokens=args.max_tokens,
                 response_format="json_schema",
+                timeout_s=LOCAL_TIMEOUT_S,  # a busy local server is slow, not down
             )
         )
         program = program_for(config)
@@ -237,6 +239,7 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
                     result = program(labeled.episode()).result
                 except Exception as error:  # noqa: BLE001 - a benchmark reports failures
                     run.failed += 1
+                    run.failed_ids.append(labeled.id)
                     print(f"  {config.text} {labeled.id}: {type(error).__name__}: {error}", file=sys.stderr)
                     run.scores.append(score_episode(labeled, []))
                     continue
@@ -331,11 +334,24 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
             "(new prompt tokens exclude the cached prefix)."
         ),
         f"Command: `python benchmarks/local_runtime.py --configs {','.join(r.config.text for r in runs)} "
-        f"--split {args.split}"
-        + (f" --source {args.source}" if args.source else "")
-        + f" --limit {args.limit}`",
+        f"--split {args.split} --source '{args.source}'" + f" --limit {args.limit}`",
     ]
     return "\n".join(lines) + "\n"
+
+
+def merge_rerun(earlier: Run, again: Run) -> None:
+    """Put a second try of a run's failed episodes into it (their scores, times and tokens)."""
+    scores = {score.episode_id: score for score in again.scores}
+    earlier.scores = [scores.get(score.episode_id, score) for score in earlier.scores]
+    earlier.seconds.update(again.seconds)
+    earlier.completion_tokens += again.completion_tokens
+    earlier.prompt_tokens += again.prompt_tokens
+    earlier.edges += again.edges
+    earlier.parse_failures += again.parse_failures
+    earlier.failed_ids = again.failed_ids
+    earlier.failed = len(again.failed_ids)
+    for name, value in again.counters.items():
+        earlier.counters[name] = earlier.counters.get(name, 0.0) + value
 
 
 def save_done(path: Path, episodes: list[Any], runs: dict[str, Run]) -> None:
@@ -354,6 +370,7 @@ def save_done(path: Path, episodes: list[Any], runs: dict[str, Run]) -> None:
                 "edges": run.edges,
                 "parse_failures": run.parse_failures,
                 "failed": run.failed,
+                "failed_ids": run.failed_ids,
                 "counters": run.counters,
                 "peak_rss": run.peak_rss,
                 "scores": [score.model_dump(mode="json") for score in run.scores],
@@ -407,7 +424,17 @@ def main(argv: list[str] | None = None) -> int:
     for config in configs:
         if config.text in done:
             print(f"{config.text}: measured earlier, read from {args.json}", file=sys.stderr, flush=True)
-            runs.append(done[config.text])
+            earlier = done[config.text]
+            if earlier.failed_ids:  # run the episodes that failed again, and keep the rest
+                print(f"  running its {len(earlier.failed_ids)} failed episodes again", file=sys.stderr)
+                again = run_config(config, [e for e in episodes if e.id in earlier.failed_ids], args)
+                merge_rerun(earlier, again)
+                save_done(
+                    args.json,
+                    episodes,
+                    {**done, **{run.config.text: run for run in runs}, config.text: earlier},
+                )
+            runs.append(earlier)
             continue
         print(f"{config.text}: {len(episodes)} episodes", file=sys.stderr, flush=True)
         runs.append(run_config(config, episodes, args))
