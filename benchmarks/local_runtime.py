@@ -177,20 +177,15 @@ def _program(config: Config) -> Any:
     from edgewise.signatures.extract_edges import with_missing_facts
 
     class LegacyFirstPass(EdgeExtractor):
-        """The earlier program: every first pass also carried `missing_facts: []`."""
+        """The earlier program: every first pass also carried `missing_facts: []`, as its last input."""
 
-        def _extract(self, episode, inputs, missing_facts, usage, warnings):  # type: ignore[no-untyped-def]
-            self.extract.signature = with_missing_facts(self._base)
-            try:
-                return super()._extract(
-                    episode, {**inputs, "missing_facts": missing_facts}, [], usage, warnings
-                )
-            finally:
-                self.extract.signature = self._base
+        def _extract(self, episode, inputs, signature, missing_facts, usage, warnings):  # type: ignore[no-untyped-def]
+            if missing_facts:
+                return super()._extract(episode, inputs, signature, missing_facts, usage, warnings)
+            legacy = with_missing_facts(signature)
+            return super()._extract(episode, {**inputs, "missing_facts": []}, legacy, [], usage, warnings)
 
-    program = LegacyFirstPass(output_shape=shape)
-    program._base = program.extract.signature
-    return program
+    return LegacyFirstPass(output_shape=shape)
 
 
 def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) -> Run:
@@ -302,6 +297,12 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
         else:
             delta = paired_difference(baseline.scores, run.scores).text()
             shared = [i for i in run.seconds if i in baseline.seconds and i != episodes[0].id]
+            if not shared:
+                lines.append(
+                    f"| `{run.config.text}` | no episode finished in both this run and the baseline |"
+                    + " |" * 12
+                )
+                continue
             per_episode = statistics.median(run.seconds[i] / baseline.seconds[i] for i in shared)
             base_rest = [baseline.seconds[i] for i in shared]
             ratio = f"{per_episode:.2f} / {statistics.median(run.seconds[i] for i in shared) / statistics.median(base_rest):.2f}"
@@ -383,7 +384,7 @@ def save_done(path: Path, episodes: list[Any], runs: dict[str, Run]) -> None:
 
 def load_done(path: Path, episodes: list[Any]) -> dict[str, Run]:
     """Configurations an earlier invocation measured on exactly these episodes."""
-    from edgewise.eval.metric import EpisodeScore
+    from edgewise.eval.records import EpisodeScore
 
     try:
         data = json.loads(path.read_text())
