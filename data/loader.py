@@ -1,4 +1,4 @@
-"""Labeled episodes from JSONL: validated line by line, read through `datasets`, handed out as DSPy examples.
+"""Labeled episodes from JSONL: validated line by line, handed out as pydantic models and DSPy examples.
 
 A labeled file is one `LabeledEpisode` per line (camelCase JSON). Every line is checked before any is
 used, and a bad one fails with its file, line number, field path and reason, so that a user's own file
@@ -169,48 +169,16 @@ def validate_file(path: str | Path) -> list[DatasetError]:
 def load_episodes(source: str | Path, *, sources: list[str] | None = None) -> list[LabeledEpisode]:
     """The episodes of a split name (train, dev, test, smoke) or a JSONL path, optionally of some sources.
 
-    The file is validated line by line first and the first problem raises `DatasetError`. Rows are
-    then read and filtered with `datasets.load_dataset("json", ...)`, but each episode handed back is
-    the one parsed from its own line: the json builder infers one Arrow schema for the whole file, so
-    `referenceTime` comes back as a naive timestamp with its offset dropped, fields whose shape varies
-    between rows (entities, edges) become opaque Json values, and absent optional fields come back as
-    None. Parsing the raw line keeps every value exactly as written.
+    The file is validated line by line and the first problem raises `DatasetError`; each episode is
+    the one parsed from its own line, so every value is kept exactly as written. (The splits as a
+    Hugging Face `DatasetDict` with declared column types: `edgewise.data.hf`.)
     """
     path = resolve(source)
     episodes, errors = _parse_lines(path, stop_at_first=True)
     if errors:
         raise errors[0]
-    by_id = {episode.id: episode for episode in episodes}
-    if not episodes:
-        return []
     wanted = None if sources is None else set(sources)
-    try:
-        ids = _dataset_ids(path, wanted)
-    except Exception as error:
-        if type(error).__module__.split(".")[0] not in {"datasets", "pyarrow"}:
-            raise
-        ids = [e.id for e in episodes if wanted is None or e.source in wanted]
-    return [by_id[episode_id] for episode_id in ids]
-
-
-def _dataset_ids(path: Path, sources: set[str] | None) -> list[str]:
-    """The ids of the rows `datasets` reads from `path`, filtered by source, in file order.
-
-    An Arrow schema clash between rows (attribute values of different kinds, say) raises from
-    `datasets` or `pyarrow`; the caller then filters the validated episodes itself.
-    """
-    import datasets  # deferred: importing datasets takes a second and most commands never need it
-
-    bars = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
-    try:
-        table = datasets.load_dataset("json", data_files=str(path), split="train")
-        if sources is not None:
-            table = table.filter(lambda row: row["source"] in sources)
-        return list(table["id"])
-    finally:
-        if bars:
-            datasets.enable_progress_bars()
+    return [episode for episode in episodes if wanted is None or episode.source in wanted]
 
 
 def to_examples(episodes: list[LabeledEpisode]) -> list[Any]:

@@ -14,14 +14,18 @@ DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see da
   stats     counts per split and source (episodes, edges, types, entities, dates) and a 95% interval hint
   validate  check files (or every *.jsonl in a folder) line by line; every problem is printed with
             its file, line and field, and the check goes on to the end (exit 2 when any is found)
-  build     rebuild train/dev/test/smoke from the raw public data"""
+  build     rebuild train/dev/test/smoke from the raw public data
+  export    write the splits (or your files) as a Hugging Face dataset with declared column types,
+            or as one Parquet file per split"""
 EXAMPLES = """examples:
   edgewise data stats
   edgewise data stats --split test
   edgewise data stats --data my_episodes.jsonl
   edgewise data validate my_episodes.jsonl
   edgewise data validate data/episodes
-  edgewise data build --raw ../shared/data/raw"""
+  edgewise data build --raw ../shared/data/raw
+  edgewise data export runs/edgewise-episodes
+  edgewise data export runs/episodes-parquet --format parquet --split test"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,6 +84,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(func=run_build)
 
+    export = actions.add_parser("export", help="write the splits as a Hugging Face dataset or Parquet files")
+    export.add_argument(
+        "out", type=Path, metavar="OUT", help="folder to write. Example: runs/edgewise-episodes"
+    )
+    export.add_argument(
+        "--split",
+        action="append",
+        choices=["train", "dev", "test", "smoke"],
+        help="a shipped split; repeat for several (default: all four). Example: --split test",
+    )
+    export.add_argument(
+        "--data",
+        action="append",
+        type=Path,
+        help="a labeled JSONL file of your own, exported under its file name; repeatable. Example: --data mine.jsonl",
+    )
+    export.add_argument(
+        "--format",
+        choices=["hf", "parquet"],
+        default="hf",
+        help="hf: a DatasetDict folder for datasets.load_from_disk; parquet: OUT/<split>.parquet "
+        "(default hf). Example: --format parquet",
+    )
+    export.set_defaults(func=run_export)
+
 
 def run_stats(args: argparse.Namespace) -> int:
     from edgewise.data.loader import load_episodes
@@ -137,3 +166,28 @@ def run_build(args: argparse.Namespace) -> int:
     from edgewise.data.build.pipeline import main
 
     return main(args.raw, args.out)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Write the chosen splits with `edgewise.data.hf`'s declared features; print what was written."""
+    from datasets import DatasetDict
+
+    from edgewise.data.hf import to_dataset
+    from edgewise.data.loader import load_episodes
+
+    sets = {
+        name: load_episodes(name)
+        for name in args.split or ([] if args.data else ["train", "dev", "test", "smoke"])
+    }
+    for path in args.data or []:
+        sets[path.stem] = load_episodes(path)
+    dataset = DatasetDict({name: to_dataset(episodes) for name, episodes in sets.items()})
+    if args.format == "hf":
+        dataset.save_to_disk(str(args.out))
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, split in dataset.items():
+            split.to_parquet(str(args.out / f"{name}.parquet"))
+    counts = ", ".join(f"{name} {len(split)}" for name, split in dataset.items())
+    print(f"wrote {args.out} ({args.format}): {counts}")
+    return EXIT_OK
