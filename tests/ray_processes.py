@@ -50,3 +50,31 @@ def stage_actor_pids(ancestor: int) -> list[int]:
         if title.startswith(STAGE_TITLE) and _descends_from(int(name), ancestor):
             found.append(int(name))
     return sorted(found)
+
+
+def _socket_inodes(local_port: int) -> set[str]:
+    """Inodes of the TCP sockets whose local port is `local_port` (from /proc/net/tcp and tcp6)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = (PROC / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == local_port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def stage_actor_on_port(local_port: int, ancestor: int) -> int | None:
+    """The stage actor below `ancestor` whose TCP connection has local port `local_port` (a request's client)."""
+    wanted = {f"socket:[{inode}]" for inode in _socket_inodes(local_port)}
+    for pid in stage_actor_pids(ancestor):
+        try:
+            links = {os.readlink(entry) for entry in (PROC / str(pid) / "fd").iterdir()}
+        except OSError:
+            continue
+        if links & wanted:
+            return pid
+    return None

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from fakes import edge, edges_reply
 from mock_openai import MockOpenAIServer, prompt_text
 from ray import cloudpickle
-from ray_processes import can_find_actors, stage_actor_pids
+from ray_processes import can_find_actors, stage_actor_on_port
 
 import edgewise
 from edgewise import ray_stage
@@ -129,29 +129,38 @@ def test_the_stage_takes_episode_columns_and_keeps_ids(tmp_path):
     assert by_id["ep-0006"]["requests"] == 1 and json.loads(by_id["ep-0006"]["retries"]) == {}
 
 
+class _ActorKillingServer(MockOpenAIServer):
+    """The mock server, killing (SIGKILL) the actor that sends request number `kill_at`, before answering it."""
+
+    def __init__(self, *args: Any, kill_at: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kill_at, self.killed = kill_at, []
+        self._arrived = 0
+        self._kill_lock = threading.Lock()
+
+    def _serve_completion(self, handler: Any, body: dict[str, Any]) -> None:
+        with self._kill_lock:
+            self._arrived += 1
+            if self._arrived >= self.kill_at and not self.killed:
+                sender = stage_actor_on_port(handler.client_address[1], os.getpid())  # this module's Ray only
+                if sender is not None:
+                    os.kill(
+                        sender, signal.SIGKILL
+                    )  # mid-batch, mid-request: its other episodes are in flight
+                    self.killed.append(sender)
+        super()._serve_completion(handler, body)
+
+
 @pytest.mark.skipif(not can_find_actors(), reason="finds the actor's process through /proc (Linux)")
 def test_a_killed_actor_loses_no_line_and_repeats_none(tmp_path, capfd):
-    total, kill_at = 160, 40
-    killed: list[int] = []
-    seen = {"requests": 0}
-    lock = threading.Lock()
-
-    def kill_one_actor(body: dict[str, Any]) -> str:
-        with lock:
-            seen["requests"] += 1
-            pids = stage_actor_pids(os.getpid())  # the actors of this module's Ray only
-            if seen["requests"] >= kill_at and pids and not killed:
-                os.kill(pids[0], signal.SIGKILL)  # mid-batch: its other episodes are in flight
-                killed.append(pids[0])
-        return REPLY
-
+    total = 160
     source = _write_jsonl(tmp_path / "in.jsonl", [_episode(n) for n in range(total)])
     out = tmp_path / "out.jsonl"
-    with MockOpenAIServer(kill_one_actor, latency=0.005) as server:
+    with _ActorKillingServer(REPLY, kill_at=40) as server:
         code = _extract(source, out, server.api_base, "--engine", "ray", "--actors", "2", "--workers", "4")
         served = len(server.requests)
     assert code == 0
-    assert killed and not Path("/proc", str(killed[0])).exists()
+    assert server.killed and not Path("/proc", str(server.killed[0])).exists()
     assert [record["id"] for record in _records(out)] == [f"ep-{n:04d}" for n in range(total)]
     assert served > total, "the killed actor's batch ran again"
     assert "answered a line twice" not in capfd.readouterr().err  # Ray delivered every row once

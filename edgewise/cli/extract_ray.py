@@ -30,8 +30,10 @@ from edgewise.modules.lm import LMConfig, LMConfigError, build_lm, config_from_a
 from edgewise.programs import resolve_program
 
 DEFAULT_ACTORS: Final = 2
-# Reading a chunk of lines is quick; the read tasks must not hold CPUs the actors are waiting for.
+# Reading a chunk of lines takes a millisecond: a few read tasks at a time, each holding a sliver of
+# a CPU, keep every actor fed without starting a Python worker per chunk.
 READ_TASK_CPUS: Final = 0.1
+READ_TASKS: Final = 2
 # An actor killed while it starts is replaced this many times in a row before the run gives up
 # (Ray Data's own default is to give up at the first).
 ACTOR_START_DEATHS: Final = 3
@@ -115,6 +117,12 @@ def _quiet_ray_data(ray: ModuleType) -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
+def _read_pool(ray: ModuleType) -> dict[str, object]:
+    """At most READ_TASKS read tasks at once: `compute=TaskPoolStrategy(size=...)`, or `concurrency=` before it."""
+    pool = getattr(ray.data, "TaskPoolStrategy", None)
+    return {"compute": pool(size=READ_TASKS)} if pool is not None else {"concurrency": READ_TASKS}
+
+
 def run_ray(args: argparse.Namespace) -> int:
     """Extract every line of --input on Ray; the exit status is the local engine's (0, 2, or 1 via an error)."""
     _check_paths(args)
@@ -158,7 +166,7 @@ def run_ray(args: argparse.Namespace) -> int:
         chunks = pending_chunks(index, results.done())
         if chunks:
             lines = ray.data.from_items(chunks, override_num_blocks=len(chunks)).map_batches(
-                read_chunks, batch_size=1, batch_format="pyarrow", num_cpus=READ_TASK_CPUS
+                read_chunks, batch_size=1, batch_format="pyarrow", num_cpus=READ_TASK_CPUS, **_read_pool(ray)
             )
             records = ray_stage.extract(
                 lines,
