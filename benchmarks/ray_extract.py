@@ -154,7 +154,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     print(_run_line(runs[-1]), file=sys.stderr, flush=True)
         killed = run_once(args, folder, "ray", args.kill_actors, big, big_ids, server.api_base, kill=True)
         print(_run_line(killed), file=sys.stderr, flush=True)
-    return {"settings": settings, "runs": runs, "killed": killed, "args": vars(args) | {"out": str(args.out)}}
+    out = args.out.resolve()
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    return {"settings": settings, "runs": runs, "killed": killed, "args": vars(args) | {"out": str(shown)}}
 
 
 def _run_line(run: dict[str, Any]) -> str:
