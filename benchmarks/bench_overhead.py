@@ -39,8 +39,8 @@ from mock_openai import MockOpenAIServer
 
 from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
-from edgewise.modules.lm import LMConfig
-from edgewise.programs import resolve_program
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
 GOAL_MS: Final = 3.0

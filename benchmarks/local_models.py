@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from edgewise.modules.local_models import MODELS, LocalModelSpec, ensure_model_file, missing_parts
-from edgewise.modules.local_server import LocalServer, default_threads, peak_rss_bytes
+from edgewise.runtime.local_models import MODELS, LocalModelSpec, ensure_model_file, missing_parts
+from edgewise.runtime.local_server import LocalServer, default_threads, peak_rss_bytes
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEFAULT_EPISODES: Final = ROOT / "data" / "examples" / "episodes.jsonl"
@@ -114,7 +114,7 @@ def run_mode(
 
     from edgewise.eval import score_episode
     from edgewise.modules.extractor import EdgeExtractor
-    from edgewise.modules.lm import LMConfig, build_lm, lm_context
+    from edgewise.runtime.lm import LMConfig, build_lm, lm_context
 
     config = LMConfig(
         model=f"openai/{server.model_name}",
@@ -287,8 +287,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    import edgewise._offline  # noqa: F401  (no network fetch of LiteLLM's price map)
-    from edgewise.modules.local_server import find_server_binary
+    import edgewise.runtime.offline  # noqa: F401  (no network fetch of LiteLLM's price map)
+    from edgewise.runtime.local_server import find_server_binary
 
     episodes, gold = load_episodes(args.episodes, args.limit)
     source = str(args.episodes.relative_to(ROOT) if args.episodes.is_relative_to(ROOT) else args.episodes)

@@ -122,7 +122,7 @@ class Run:
 
 
 def binary_for(runtime: str) -> Any:
-    from edgewise.modules import llama_runtimes
+    from edgewise.runtime import llama_runtimes
 
     found = (
         llama_runtimes._host_build_binary(None) if runtime == "host" else llama_runtimes._prebuilt_binary()
@@ -191,9 +191,9 @@ def _program(config: Config) -> Any:
 def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) -> Run:
     """Serve the configuration's model and extract every episode once, timing each."""
     from edgewise.eval import score_episode
-    from edgewise.modules.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
-    from edgewise.modules.local_models import ensure_model_file, resolve_local_model
-    from edgewise.modules.local_server import LocalServer, LocalServerError, peak_rss_bytes
+    from edgewise.runtime.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
+    from edgewise.runtime.local_models import ensure_model_file, resolve_local_model
+    from edgewise.runtime.local_server import LocalServer, LocalServerError, peak_rss_bytes
 
     run = Run(config)
     binary = binary_for(config.runtime)
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table here")
     parser.add_argument("--json", type=Path, help="also write per-episode seconds and scores here")
     args = parser.parse_args(argv)
-    import edgewise._offline  # noqa: F401
+    import edgewise.runtime.offline  # noqa: F401
     from edgewise.data import load_episodes
 
     configs = [Config.parse(text) for text in args.configs.split(",")]

@@ -22,7 +22,7 @@ from edgewise.data.loader import to_examples
 from edgewise.eval.feedback import edge_metric
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
+from edgewise.runtime.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
 
 CLOSED_PORT = "http://127.0.0.1:9/v1"
 

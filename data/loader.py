@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.jsonl import field_path
+from edgewise.signatures.names import field_path
 from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")

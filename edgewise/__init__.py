@@ -6,11 +6,11 @@ with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edge
     result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
 """
 
-import edgewise._offline  # noqa: F401  (must run before dspy/litellm are imported)
+import edgewise.runtime.offline  # noqa: F401  (must run before dspy/litellm are imported)
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 from edgewise.optimize.artifact import load
+from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
 from edgewise.signatures.types import (
     Edge,
     EdgeAttribute,

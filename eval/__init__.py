@@ -23,7 +23,7 @@ from edgewise.eval.records import (
     WrongDate,
 )
 from edgewise.eval.scoring import aggregate, score_episode
-from edgewise.names import normalize_name
+from edgewise.signatures.names import normalize_name
 
 __all__ = [
     "BenchInterrupted",

@@ -7,7 +7,7 @@ error or timeout is recorded as a failed episode, scored as an empty prediction 
 Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
 
     from edgewise.eval import run_bench
-    from edgewise.programs import resolve_program
+    from edgewise.optimize.programs import resolve_program
     programs = {name: resolve_program(name) for name in ("seed", "default")}
     report = run_bench([LMConfig(model="openai/gpt-4o-mini")], programs, episodes,
                        workers=4, seed=0, out_dir="runs/bench")
@@ -39,8 +39,8 @@ from edgewise.eval.paired import PairedDifference, paired_on_shared
 from edgewise.eval.records import EpisodeScore, SplitScore
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
-from edgewise.modules.lm import LMConfig, build_lm, lm_context, open_lm, redact
-from edgewise.modules.runner import Outcome, run_episodes
+from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
+from edgewise.runtime.runner import Outcome, run_episodes
 from edgewise.signatures.types import Episode, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
@@ -445,7 +445,7 @@ def run_bench(
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
 
-    `programs` maps the name shown in the report to a ready program (`edgewise.programs.resolve_program`
+    `programs` maps the name shown in the report to a ready program (`edgewise.optimize.programs.resolve_program`
     builds them from names); `reflexion_rounds` and `open_types` only record how they were built.
 
     `out_dir` receives `results.md` (the table), `results.json`, `plot.png`, `results.html` (the

@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
 from edgewise.eval.report import ERRORS_JSONL, error_line, write_atomic
-from edgewise.jsonl import InputError, validation_error
+from edgewise.runtime.jsonl import InputError, validation_error
 from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, GoldEdge, LabeledEpisode
 
 if TYPE_CHECKING:

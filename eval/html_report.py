@@ -30,7 +30,7 @@ from edgewise.eval.episode_log import (
     read_predictions,
 )
 from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row, write_atomic
-from edgewise.names import normalize_name
+from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from functools import lru_cache, partial
 from typing import NamedTuple
 
 from edgewise.eval.dates import same_date
-from edgewise.names import normalize_name
+from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, GoldEdge, LabeledEpisode
 
 

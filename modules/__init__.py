@@ -1,1 +1,1 @@
-"""The programs (EdgeExtractor, SeedPromptExtractor), post-processing, batching and LM construction."""
+"""The DSPy program: `EdgeExtractor`, the seed baseline `SeedPromptExtractor`, post-processing."""

@@ -209,7 +209,7 @@ class EdgeExtractor(dspy.Module):
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
     ) -> list[ExtractionResult | BaseException]:
         """Extract many episodes concurrently; a failed episode yields its exception, in input order."""
-        from edgewise.modules.batch import run_concurrently
+        from edgewise.runtime.batch import run_concurrently
 
         return run_concurrently(lambda episode: self(episode).result, episodes, workers=workers)
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from edgewise.modules.time_words import resolve_time_words
-from edgewise.names import normalize_name as name_key
+from edgewise.signatures.names import normalize_name as name_key
 from edgewise.signatures.types import (
     AttributeValue,
     Edge,

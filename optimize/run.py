@@ -32,9 +32,9 @@ from edgewise.eval.paired import PairedDifference, paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.runner import run_episodes
 from edgewise.optimize.artifact import Manifest, new_manifest, save
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET, GoldDemos, select_gold_demos
+from edgewise.runtime.runner import run_episodes
 from edgewise.signatures.extract_edges import OutputShape
 from edgewise.signatures.types import LabeledEpisode
 

@@ -224,7 +224,7 @@ def _cli(*args: str) -> list[str]:
 # A child process whose every model call first prints a line, as a chatty library would.
 CHATTY_CHILD: Final = """
 import sys
-from edgewise.modules import lm
+from edgewise.runtime import lm
 send = lm.EdgewiseLM.__call__
 def chatty(self, *args, **kwargs):
     print("Provider List: https://docs.litellm.ai/docs/providers")

@@ -24,8 +24,8 @@ from edgewise.cli import main
 from edgewise.data.loader import load_episodes
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.eval.report import COLUMNS, read_errors
-from edgewise.modules.lm import LMConfig
-from edgewise.programs import resolve_program
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "episodes.jsonl"
@@ -398,7 +398,7 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_keeps_the_finished_episodes(tmp_p
 
 @pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-0.5b-bootstrap"])
 def test_open_types_opens_the_module_and_compiled_programs_only(spec):
-    from edgewise.programs import resolve_program
+    from edgewise.optimize.programs import resolve_program
 
     assert resolve_program(spec).closed_types is True
     assert resolve_program(spec, open_types=True).closed_types is False

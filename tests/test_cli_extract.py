@@ -16,9 +16,9 @@ from mock_openai import MockOpenAIServer
 
 from edgewise.cli import build_parser, main
 from edgewise.cli import extract as extract_cli
-from edgewise.jsonl import parse_episode_line
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.artifact import ArtifactError, load
+from edgewise.runtime.jsonl import parse_episode_line
 
 GOOD = {
     "id": "ep-1",

@@ -10,7 +10,7 @@ import pytest
 from fakes import ScriptedLM, edge, edges_reply, output_field
 
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.lm import lm_context
+from edgewise.runtime.lm import lm_context
 from edgewise.signatures.types import Episode
 
 

@@ -34,8 +34,7 @@ from fakes import edge, edges_reply
 from mock_openai import FaultKind, FaultRate, MockOpenAIServer
 
 from edgewise.cli import main
-from edgewise.jsonl import ResumeError, resume_point
-from edgewise.modules.faults import (
+from edgewise.runtime.faults import (
     DeadlineExceeded,
     RetryPolicy,
     TokenBucket,
@@ -45,7 +44,8 @@ from edgewise.modules.faults import (
     failure_reason,
     is_retryable,
 )
-from edgewise.modules.lm import LMConfig, build_lm
+from edgewise.runtime.jsonl import ResumeError, resume_point
+from edgewise.runtime.lm import LMConfig, build_lm
 from edgewise.signatures.extract_edges import ExtractEdges
 
 REPLY = edges_reply(edge("Alice", "WORKS_AT", "Acme Corp", "Alice joined Acme Corp in 2021.", validAt="2021"))

@@ -18,9 +18,15 @@ from hypothesis import strategies as st
 from mock_openai import MockOpenAIServer
 
 from edgewise.cli import main
-from edgewise.jsonl import InputLine, encode_record, error_record, parse_episode_line, read_episode_lines
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.service import create_app
+from edgewise.runtime.jsonl import (
+    InputLine,
+    encode_record,
+    error_record,
+    parse_episode_line,
+    read_episode_lines,
+)
+from edgewise.service.app import create_app
 
 GOOD: dict[str, Any] = {
     "id": "ep-1",

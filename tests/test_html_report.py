@@ -37,9 +37,9 @@ from edgewise.eval.html_report import (
     page_runs,
 )
 from edgewise.eval.report import read_errors
-from edgewise.jsonl import InputError
-from edgewise.modules.lm import LMConfig
-from edgewise.programs import resolve_program
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.jsonl import InputError
+from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import Entity, GoldEdge, LabeledEpisode
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]

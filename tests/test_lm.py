@@ -10,7 +10,8 @@ from fakes import edge, edges_reply
 from mock_openai import MockOpenAIServer
 
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.lm import (
+from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
+from edgewise.runtime.lm import (
     MAX_LIST_ITEMS,
     MAX_STRING_CHARS,
     LMConfig,
@@ -18,7 +19,6 @@ from edgewise.modules.lm import (
     build_lm,
     lm_context,
 )
-from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
 
 
 def _schema_nodes(node, kind):

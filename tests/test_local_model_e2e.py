@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.modules.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
-from edgewise.modules.local_server import LocalServer, LocalServerError, find_server_binary
+from edgewise.runtime.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
+from edgewise.runtime.local_server import LocalServer, LocalServerError, find_server_binary
 
 pytestmark = pytest.mark.local_model
 
@@ -83,7 +83,7 @@ def test_edge_extraction_with_the_default_model() -> None:
     pytest.importorskip("dspy")
     try:
         from edgewise.modules.extractor import EdgeExtractor
-        from edgewise.modules.lm import LMConfig, build_lm, lm_context
+        from edgewise.runtime.lm import LMConfig, build_lm, lm_context
     except ImportError as error:
         pytest.skip(f"the extractor is not available: {error}")
     # The default model: the 0.5B one returns no edge for this episode with the uncompiled program.

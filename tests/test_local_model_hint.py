@@ -9,7 +9,7 @@ import pytest
 
 from edgewise.cli import local_model as local_model_cli
 from edgewise.cli import main
-from edgewise.modules.local_models import MODELS
+from edgewise.runtime.local_models import MODELS
 
 
 def _extra_requirements(extra: str) -> set[str]:

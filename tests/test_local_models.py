@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.modules import local_models
-from edgewise.modules.local_models import (
+from edgewise.runtime import local_models
+from edgewise.runtime.local_models import (
     DEFAULT_LOCAL_MODEL,
     MODELS,
     LocalModelError,

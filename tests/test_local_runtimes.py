@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.modules import llama_runtimes, local_server
-from edgewise.modules.llama_runtimes import (
+from edgewise.runtime import llama_runtimes, local_server
+from edgewise.runtime.llama_runtimes import (
     PREBUILT_SOURCE,
     ServerBinary,
     build_host_runtime,
@@ -21,8 +21,8 @@ from edgewise.modules.llama_runtimes import (
     missing_families,
     read_verdict,
 )
-from edgewise.modules.local_models import LocalModelSpec, ModelPart
-from edgewise.modules.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
+from edgewise.runtime.local_models import LocalModelSpec, ModelPart
+from edgewise.runtime.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
 
 FAKE_SERVER = Path(__file__).with_name("fake_llama_server.py")
 MODEL_BYTES = b"GGUF fake weights for runtimes"

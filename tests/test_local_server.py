@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.modules import local_server
-from edgewise.modules.local_models import LocalModelSpec, ModelPart
-from edgewise.modules.local_server import (
+from edgewise.runtime import local_server
+from edgewise.runtime.local_models import LocalModelSpec, ModelPart
+from edgewise.runtime.local_server import (
     LocalServer,
     LocalServerError,
     find_server_binary,
@@ -215,8 +215,8 @@ def test_stop_all_servers_is_what_runs_at_exit(spec: LocalModelSpec, fake_binary
 PARENT_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from edgewise.modules.local_models import LocalModelSpec, ModelPart
-    from edgewise.modules.local_server import LocalServer
+    from edgewise.runtime.local_models import LocalModelSpec, ModelPart
+    from edgewise.runtime.local_server import LocalServer
     spec = LocalModelSpec(name="fake-served", title="Fake", file_name="fake-served.gguf", sha256=sys.argv[2],
                           size_bytes=int(sys.argv[3]), ctx_size=1024,
                           parts=(ModelPart("ew_fake_server_weights", "model.gguf", "ew-fake-server-weights", "1.0"),),
@@ -296,8 +296,8 @@ SERVE_SCRIPT = textwrap.dedent(
     """
     import sys
     from edgewise.cli import main
-    from edgewise.modules import local_models
-    from edgewise.modules.local_models import LocalModelSpec, ModelPart
+    from edgewise.runtime import local_models
+    from edgewise.runtime.local_models import LocalModelSpec, ModelPart
     local_models.MODELS["fake-served"] = LocalModelSpec(
         name="fake-served", title="Fake", file_name="fake-served.gguf", sha256=sys.argv[2],
         size_bytes=int(sys.argv[3]), ctx_size=1024,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from edgewise.eval import score_episode
 from edgewise.modules.postprocess import EntityIndex
-from edgewise.names import normalize_name
+from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
 
 

@@ -28,9 +28,9 @@ from fakes import ScriptedLM
 import edgewise
 from edgewise.cli import build_parser, main
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.lm import LMConfig, lm_context
 from edgewise.optimize import ArtifactError, load, optimize, save
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
+from edgewise.runtime.lm import LMConfig, lm_context
 from edgewise.signatures.types import LabeledEpisode
 
 IMPROVED = "IMPROVED: extract every fact between the entities, including where people live."

@@ -1,4 +1,4 @@
-"""`edgewise extract --engine ray` and `edgewise.ray_stage.extract` on a local Ray, against the mock server.
+"""`edgewise extract --engine ray` and `edgewise.scale.ray_stage.extract` on a local Ray, against the mock server.
 
 One small Ray for the whole module (2 CPUs, a 200 MB object store, no dashboard). Its workers
 inherit EDGEWISE_API_KEY from this process when Ray starts, which is how a key reaches them: the
@@ -28,9 +28,9 @@ from ray import cloudpickle
 from ray_processes import can_find_actors, stage_actor_on_port
 
 import edgewise
-from edgewise import ray_stage
 from edgewise.cli import main
-from edgewise.ray_files import journal_path
+from edgewise.scale import ray_stage
+from edgewise.scale.ray_files import journal_path
 
 SECRET: Final = "sk-test-not-for-any-task-7f3a9c"
 ENTITIES: Final = ("Alice", "Acme")

@@ -12,7 +12,6 @@ import pytest
 from fakes import ScriptedLM, edge, edges_reply
 
 from edgewise.modules.context import seed_context
-from edgewise.modules.lm import lm_context
 from edgewise.modules.seed_prompt import (
     EDGE_SYSTEM,
     REFLEXION_SYSTEM,
@@ -22,6 +21,7 @@ from edgewise.modules.seed_prompt import (
     render_edge_messages,
     render_reflexion_messages,
 )
+from edgewise.runtime.lm import lm_context
 from edgewise.signatures.types import Episode
 
 SEED = Path(__file__).parent / "fixtures" / "seed" / "extractEdges.ts"

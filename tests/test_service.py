@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient
 from mock_openai import MockOpenAIServer
 
 from edgewise.cli import serve as serve_cli
-from edgewise.service import create_app, redact
+from edgewise.service.app import create_app, redact
 from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
 
 SEED_CONTEXT: dict[str, Any] = {
@@ -232,7 +232,8 @@ def test_fields_are_named_in_camel_case_in_every_422(field: str, value: Any, nam
 
 
 def test_the_service_and_the_cli_warn_about_unknown_fields_with_one_helper() -> None:
-    from edgewise import episode_fields, jsonl, service
+    from edgewise.runtime import episode_fields, jsonl
+    from edgewise.service import app as service
 
     assert (
         service.ignored_field_warning is jsonl.ignored_field_warning is episode_fields.ignored_field_warning
@@ -571,7 +572,7 @@ def test_serve_warns_when_exposed_without_a_token(
 
 
 def test_without_the_serve_extra_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from edgewise import service
+    from edgewise.service import app as service
 
     monkeypatch.setattr(service, "_SERVE_EXTRA_MISSING", ModuleNotFoundError("No module named 'fastapi'"))
     with pytest.raises(RuntimeError, match=r"pip install 'edgewise\[serve\]'"):

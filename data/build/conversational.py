@@ -58,7 +58,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
-from edgewise.jsonl import field_path
+from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Granularity, LabeledEpisode, format_utc
 
 SOURCE_NAME: Final[str] = "conversational"

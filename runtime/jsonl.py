@@ -25,7 +25,8 @@ from typing import IO, Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.runtime.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
 
 
@@ -52,14 +53,6 @@ class InputLine(NamedTuple):
     episode: Episode | None
     error: InputError | None
     warnings: tuple[ExtractionWarning, ...] = ()
-
-
-def field_path(location: tuple[int | str, ...]) -> str:
-    """("entities", 0, "name") -> "entities[0].name"."""
-    path = ""
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
 
 
 def validation_error(source: str, line: int | None, error: ValidationError) -> InputError:

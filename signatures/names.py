@@ -1,5 +1,6 @@
-"""When two spellings name the same entity: the one rule post-processing and the metric both apply.
+"""Names: when two spellings name the same entity, and how a field of an input is named in an error.
 
+The entity rule is the one post-processing and the metric both apply.
 Post-processing resolves a model's spelling of a name to one of the episode's entities with it, and
 the metric matches predicted edges to gold edges with it, so an edge post-processing accepted is
 never counted as naming a different entity.
@@ -24,3 +25,11 @@ def normalize_name(name: str) -> str:
     decomposed = unicodedata.normalize("NFKD", name)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.casefold().split())
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    """("entities", 0, "name") -> "entities[0].name"."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path

@@ -3,7 +3,7 @@
 `edgewise extract` (threads in one process) and the Ray Data stage (actors on a cluster) both turn
 an `InputLine` into its output record here, so a line means the same on either engine: an input
 error is an error record without a model call, an episode runs through the episode runner
-(`edgewise.modules.runner`: its deadline, the retry layer's retries, the one failure vocabulary),
+(`edgewise.runtime.runner`: its deadline, the retry layer's retries, the one failure vocabulary),
 and a failed episode is an error record with its reason and no secrets.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 
 import dspy
 
-from edgewise.jsonl import InputLine, error_record, result_record
-from edgewise.modules.faults import failure_reason
-from edgewise.modules.lm import LMConfig, redact
-from edgewise.modules.runner import Outcome, run_episodes
+from edgewise.runtime.faults import failure_reason
+from edgewise.runtime.jsonl import InputLine, error_record, result_record
+from edgewise.runtime.lm import LMConfig, redact
+from edgewise.runtime.runner import Outcome, run_episodes
 
 
 class LineRecord(NamedTuple):

@@ -7,7 +7,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args, lm_context, open_lm
+from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
 from edgewise.optimize.run import (
     AUTO_LEVELS,
@@ -17,7 +17,7 @@ from edgewise.optimize.run import (
     OPTIMIZERS,
     optimize,
 )
-from edgewise.programs import add_open_types_argument
+from edgewise.runtime.lm import LMConfig, lm_context, open_lm
 from edgewise.signatures.extract_edges import OUTPUT_SHAPES
 
 HELP = "compile a tuned program (instructions and demos) and save it"
@@ -199,7 +199,7 @@ def teacher_config(args: argparse.Namespace, task: LMConfig) -> LMConfig | None:
 def model_label(config: LMConfig) -> str:
     """The model string a manifest records: `local` is spelled out as the local model it stands for."""
     if config.is_local:
-        from edgewise.modules.local_models import resolve_local_model
+        from edgewise.runtime.local_models import resolve_local_model
 
         return f"local/{resolve_local_model(config.model).name}"
     return config.model

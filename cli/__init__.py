@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Final, NoReturn
 
-import edgewise._offline  # noqa: F401
+import edgewise.runtime.offline  # noqa: F401
 
 SUBCOMMANDS: Final = ("extract", "optimize", "bench", "report", "data", "serve", "local_model")
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from edgewise.eval.bench import BenchReport
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.eval.report import PLOT_PNG, RESULTS_JSON
-from edgewise.jsonl import field_path
+from edgewise.signatures.names import field_path
 
 HELP = "rebuild results.html of a bench folder (no model, no data split needed)"
 DESCRIPTION = """Rebuild the page a bench writes, results.html, from the folder's results.json, plot.png,

@@ -13,10 +13,11 @@ import os
 import sys
 from typing import Any, Final
 
-from edgewise.modules.flags import at_least, between
-from edgewise.modules.lm import add_lm_arguments, config_from_args, open_lm
-from edgewise.programs import resolve_program
-from edgewise.service import (
+from edgewise.cli.flags import at_least, between
+from edgewise.cli.options import add_lm_arguments, config_from_args
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.lm import open_lm
+from edgewise.service.app import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_ENTITIES,

@@ -2,8 +2,8 @@
 
 The same order as the local engine: flags, input and output checked, the program loaded, the
 output claimed (locked, not changed), the model's settings checked, Ray started or joined, and only
-then the journal begun (see `edgewise.ray_files`). Ray's read tasks read the input, the actors of
-`edgewise.ray_stage` extract it, and the driver journals each record as it comes back; at the end
+then the journal begun (see `edgewise.scale.ray_files`). Ray's read tasks read the input, the actors of
+`edgewise.scale.ray_stage` extract it, and the driver journals each record as it comes back; at the end
 the records replace the results file in input order, in one rename. The exit status is the local
 engine's: 0 every line is a result, 2 some are errors, 1 nothing ran or the run stopped.
 """
@@ -25,9 +25,10 @@ from typing import Final
 from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
-from edgewise.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
-from edgewise.modules.lm import LMConfig, LMConfigError, build_lm, config_from_args
-from edgewise.programs import resolve_program
+from edgewise.cli.options import config_from_args
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
+from edgewise.runtime.lm import LMConfig, LMConfigError, build_lm
 
 DEFAULT_ACTORS: Final = 2
 # Reading a chunk of lines takes a millisecond: a few read tasks at a time, each holding a sliver of
@@ -127,8 +128,8 @@ def run_ray(args: argparse.Namespace) -> int:
     """Extract every line of --input on Ray; the exit status is the local engine's (0, 2, or 1 via an error)."""
     _check_paths(args)
     ray = import_ray()
-    from edgewise import ray_stage
-    from edgewise.ray_files import ResultsFile, index_input, pending_chunks, read_chunks
+    from edgewise.scale import ray_stage
+    from edgewise.scale.ray_files import ResultsFile, index_input, pending_chunks, read_chunks
 
     config = config_from_args(args)
     bases = api_bases(config)

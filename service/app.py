@@ -26,9 +26,8 @@ import dspy
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from edgewise.episode_fields import ignored_field_warning, no_entities_message
-from edgewise.jsonl import field_path
-from edgewise.modules.faults import (
+from edgewise.runtime.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.runtime.faults import (
     REASON_AUTH,
     REASON_CONNECTION,
     REASON_CONTEXT_WINDOW,
@@ -44,8 +43,9 @@ from edgewise.modules.faults import (
     failure_reason,
     retry_after_seconds,
 )
-from edgewise.modules.redaction import MIN_SECRET_CHARS, env_secrets, redact
-from edgewise.modules.runner import run_episode
+from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
+from edgewise.runtime.runner import run_episode
+from edgewise.signatures.names import field_path
 from edgewise.signatures.types import EdgeType, Episode, ExtractionResult, ExtractionWarning
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
@@ -125,7 +125,7 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
     return {secret for secret in found if len(secret) >= MIN_SECRET_CHARS}
 
 
-# The HTTP status of each failure reason (`edgewise.modules.faults.failure_reason`, the words every
+# The HTTP status of each failure reason (`edgewise.runtime.faults.failure_reason`, the words every
 # command uses): the provider slow, rate-limited or unreachable is 503 (try again later), the
 # provider answering with an error or nonsense is 502, a prompt too long for the model is the
 # request's fault (422); anything else is a 500.
@@ -541,7 +541,7 @@ class _Runner:
     def _lm_scope(self) -> AbstractContextManager[Any]:
         if self.lm is None:
             return nullcontext()
-        from edgewise.modules.lm import lm_context
+        from edgewise.runtime.lm import lm_context
 
         return lm_context(self.lm)
 

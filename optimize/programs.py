@@ -7,7 +7,6 @@ of one shipped with edgewise (see `edgewise.optimize.artifact`).
 
 from __future__ import annotations
 
-import argparse
 from typing import Final
 
 import dspy
@@ -16,16 +15,6 @@ from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 
 BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "default")
-
-
-def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
-    """`--open-types`, shared by the commands that build an `EdgeExtractor` (extract, bench, optimize)."""
-    parser.add_argument(
-        "--open-types",
-        action="store_true",
-        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
-        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
-    )
 
 
 def resolve_program(

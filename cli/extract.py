@@ -15,8 +15,11 @@ from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.cli.extract_ray import DEFAULT_ACTORS
-from edgewise.episode_runner import extract_records
-from edgewise.jsonl import (
+from edgewise.cli.flags import above, at_least
+from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.episode_runner import extract_records
+from edgewise.runtime.jsonl import (
     BatchSummary,
     ResumePoint,
     claim_output,
@@ -24,9 +27,7 @@ from edgewise.jsonl import (
     refuse_same_file,
     write_record,
 )
-from edgewise.modules.flags import above, at_least
-from edgewise.modules.lm import add_lm_arguments, config_from_args, lm_context, open_lm
-from edgewise.programs import add_open_types_argument, resolve_program
+from edgewise.runtime.lm import lm_context, open_lm
 
 HELP = "extract edges from JSONL episodes"
 DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per line.

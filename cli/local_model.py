@@ -11,14 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-from edgewise.modules.llama_runtimes import (
+from edgewise.runtime.llama_runtimes import (
     BUILD_POLICY_ENV,
     NATIVE_INSTALL_HINT,
     build_host_runtime,
     host_build_dir,
     stderr_progress,
 )
-from edgewise.modules.local_models import (
+from edgewise.runtime.local_models import (
     DEFAULT_LOCAL_MODEL,
     MODELS,
     LocalModelSpec,
@@ -29,7 +29,7 @@ from edgewise.modules.local_models import (
     model_path,
     resolve_local_model,
 )
-from edgewise.modules.local_server import LocalServer, read_log_tail, runtime_choice
+from edgewise.runtime.local_server import LocalServer, read_log_tail, runtime_choice
 
 _WATCH_INTERVAL_S = 0.5
 

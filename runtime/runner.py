@@ -21,9 +21,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import dspy
 
-from edgewise.modules.batch import iter_concurrently
-from edgewise.modules.faults import episode_scope, failure_reason
 from edgewise.modules.usage import tracked_usage
+from edgewise.runtime.batch import iter_concurrently
+from edgewise.runtime.faults import episode_scope, failure_reason
 from edgewise.signatures.types import Episode, ExtractionResult, StepUsage
 
 T = TypeVar("T")
@@ -32,7 +32,7 @@ T = TypeVar("T")
 class Outcome(NamedTuple):
     """What one episode came to: its result, or the error that ended it, and what it cost.
 
-    `reason` names the failure in the one vocabulary of `edgewise.modules.faults.failure_reason`
+    `reason` names the failure in the one vocabulary of `edgewise.runtime.faults.failure_reason`
     (`rate_limited`, `deadline`, `connection`, ...); None for a result.
     """
 

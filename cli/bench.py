@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
-from edgewise.modules.lm import LMConfig, add_lm_arguments, config_from_args
-from edgewise.programs import add_open_types_argument, resolve_program
+from edgewise.optimize.programs import resolve_program
+from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
 SPLITS: Final = ("train", "dev", "test", "smoke")

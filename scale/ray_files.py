@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from edgewise.jsonl import ResumeError, ResumePoint
+from edgewise.runtime.jsonl import ResumeError, ResumePoint
 
 PARQUET_SUFFIX: Final = ".parquet"
 JSONL_SUFFIX: Final = ".jsonl"

@@ -1,7 +1,7 @@
 """A compiled edgewise program as a Ray Data stage: a dataset of episodes in, one output record per row out.
 
     import ray, edgewise
-    from edgewise.ray_stage import extract
+    from edgewise.scale.ray_stage import extract
     episodes = ray.data.read_parquet("s3://bucket/episodes/")       # the seed's fields as columns
     records = extract(episodes, program="runs/prog", lm=edgewise.LMConfig(model="openai/qwen2.5"),
                       concurrency=8, api_bases=["http://vllm-0:8000/v1", "http://vllm-1:8000/v1"])
@@ -9,7 +9,7 @@
 
 Ray schedules, retries and moves the data; edgewise adds no scheduler of its own. The stage is a
 `map_batches` over a fixed pool of actors (`ActorPoolStrategy`). Each actor loads the program once,
-builds its own LM, and runs every row through `edgewise.episode_runner`, the per-line step of
+builds its own LM, and runs every row through `edgewise.runtime.episode_runner`, the per-line step of
 `edgewise extract`, so a row means what a JSONL line means there: an input error is an error record
 without a model call, a failed episode an error record with its reason, ids are kept.
 
@@ -43,11 +43,11 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "edgewise's Ray Data stage needs Ray: pip install 'edgewise[ray]' (ray[data] 2.40 or later)"
     ) from error
 
-from edgewise.episode_runner import LineRecord, extract_records
-from edgewise.jsonl import InputLine, encode_record, parse_episode_line, parse_episode_object
-from edgewise.modules.lm import LMConfig, build_lm, lm_context
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
-from edgewise.programs import BUILTIN_PROGRAMS, resolve_program
+from edgewise.optimize.programs import BUILTIN_PROGRAMS, resolve_program
+from edgewise.runtime.episode_runner import LineRecord, extract_records
+from edgewise.runtime.jsonl import InputLine, encode_record, parse_episode_line, parse_episode_object
+from edgewise.runtime.lm import LMConfig, build_lm, lm_context
 
 # Input columns the stage reads besides the episode's own fields.
 RAW_COLUMN: Final = "raw"  # one JSONL line (bytes or text), parsed as `edgewise extract` parses a line

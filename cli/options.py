@@ -1,0 +1,136 @@
+"""The flags several commands share: the model flags (`--model`, `--api-base`, retries, ...) and
+`--open-types`, each defined once, with the `LMConfig` they make."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from pydantic import ValidationError
+
+from edgewise.cli.flags import above, at_least
+from edgewise.runtime.faults import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S
+from edgewise.runtime.lm import LMConfig, LMConfigError
+
+
+def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True) -> None:
+    """The model flags every subcommand shares; `cache_flag=False` where the cache is always off (bench)."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--model",
+        help="LiteLLM model string, or 'local' / 'local/qwen2.5-coder-0.5b' for the bundled offline model "
+        "(default: $EDGEWISE_MODEL, else 'local'). Example: --model openai/gpt-4o-mini",
+    )
+    group.add_argument(
+        "--api-base",
+        help="base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp) (default: $EDGEWISE_API_BASE). "
+        "Example: --api-base http://127.0.0.1:8000/v1",
+    )
+    group.add_argument(
+        "--api-key",
+        help="API key for the model or server (default: $EDGEWISE_API_KEY, then the provider's own variable). "
+        "Example: --api-key sk-...",
+    )
+    group.add_argument(
+        "--temperature",
+        type=at_least(0, whole=False),
+        default=0.0,
+        help="sampling temperature (default 0). Example: --temperature 0.2",
+    )
+    group.add_argument(
+        "--max-tokens",
+        type=at_least(1),
+        default=1024,
+        help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048",
+    )
+    group.add_argument(
+        "--max-retries",
+        type=at_least(0),
+        default=3,
+        help="retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx replies "
+        "that are not JSON; exponential backoff with jitter, Retry-After honoured (default 3). "
+        "Example: --max-retries 5",
+    )
+    group.add_argument(
+        "--retry-backoff",
+        type=above(0),
+        default=DEFAULT_BACKOFF_BASE_S,
+        help="backoff scale in seconds when the provider gives no Retry-After: retry n waits between half and "
+        f"all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s (default {DEFAULT_BACKOFF_BASE_S:g}). "
+        "Example: --retry-backoff 0.5",
+    )
+    group.add_argument(
+        "--max-rps",
+        type=above(0),
+        help="at most this many model requests a second, retries included, shared by all workers "
+        "(default: no limit). Example: --max-rps 5",
+    )
+    group.add_argument(
+        "--timeout",
+        type=above(0),
+        default=120.0,
+        help="seconds per LM request (default 120). Example: --timeout 30",
+    )
+    group.add_argument(
+        "--response-format",
+        choices=["auto", "json_schema", "json_object", "none"],
+        default="auto",
+        help="structured output: auto = JSON schema for local/--api-base servers and models LiteLLM knows "
+        "support it; none = free text. Example: --response-format json_object",
+    )
+    if cache_flag:
+        group.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="do not reuse DSPy's cache of earlier replies. Example: --no-cache",
+        )
+
+
+# The flag that sets each LMConfig field, so that a value refused by the config names what to change.
+_FLAG_OF_FIELD: Final = {
+    "model": "--model",
+    "api_base": "--api-base",
+    "api_key": "--api-key",
+    "temperature": "--temperature",
+    "max_tokens": "--max-tokens",
+    "num_retries": "--max-retries",
+    "timeout_s": "--timeout",
+    "max_rps": "--max-rps",
+    "retry_base_s": "--retry-backoff",
+    "response_format": "--response-format",
+}
+
+
+def config_from_args(args: argparse.Namespace) -> LMConfig:
+    """The `LMConfig` of the model flags; a value the config refuses is an `LMConfigError` naming its flag."""
+    try:
+        return LMConfig.from_env(
+            model=args.model,
+            api_base=args.api_base,
+            api_key=args.api_key,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            num_retries=args.max_retries,
+            timeout_s=args.timeout,
+            max_rps=getattr(args, "max_rps", None),
+            retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
+            response_format=args.response_format,
+            cache=not getattr(args, "no_cache", False),
+        )
+    except ValidationError as error:
+        fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]
+        problems = "; ".join(
+            f"{_FLAG_OF_FIELD.get(name, name)}: {detail['msg']}"
+            for name, detail in zip(fields, error.errors(), strict=True)
+        )
+        raise LMConfigError(problems) from None
+
+
+def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
+    """`--open-types`, shared by the commands that build an `EdgeExtractor` (extract, bench, optimize)."""
+    parser.add_argument(
+        "--open-types",
+        action="store_true",
+        help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
+        "allows (default: only the listed types on a self-hosted server). Example: --open-types",
+    )
