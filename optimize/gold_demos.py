@@ -6,9 +6,10 @@ model's traces repeat one or two types); gold demos show the labels' own convent
 which direction, which date. They are a fixed prefix of every request, which llama-server's prompt
 cache evaluates once, so their cost per episode after the first is small (measured by the bench).
 
-`select_gold_demos` picks demos round-robin over sources, preferring episodes that label every fact
-(`exhaustive`: a partial label would teach the model to leave facts out), types no earlier demo
-showed, and short texts, until `max_demos` or `token_budget` is reached. `seed` varies the pick.
+`select_gold_demos` picks demos round-robin over sources, sources that label every fact first
+(`exhaustive`: a partial label would teach the model to leave facts out), until `max_demos` or
+`token_budget` is reached. With seed 0 it takes, in each source, the episode with the most types no
+earlier demo showed (short texts first on a tie); another seed draws a random episode of each source.
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def select_gold_demos(
             if not pool:
                 by_source[source] = []
                 continue
-            best = max(pool, key=lambda item: _value(item, seen_types))
+            # Seed 0 takes the most telling demo of each source; other seeds a random one (a random
+            # search over source-stratified demo sets then has different sets to compare).
+            best = max(pool, key=lambda item: _value(item, seen_types)) if seed == 0 else rng.choice(pool)
             by_source[source].remove(best)
             chosen.append(best)
             spent += best[2]

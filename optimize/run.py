@@ -562,9 +562,9 @@ def _gold_search(
     best, best_score, tried = student, float("-inf"), set()
     for index in range(max(1, count)):
         chosen = gold_demo_pick(settings, student, train, seed=settings.seed + index)
-        if tuple(chosen.episode_ids) in tried or not chosen.demos:
+        if frozenset(chosen.episode_ids) in tried or not chosen.demos:
             continue
-        tried.add(tuple(chosen.episode_ids))
+        tried.add(frozenset(chosen.episode_ids))
         candidate = student.deepcopy()
         candidate.extract.demos = chosen.demos
         result = evaluate(candidate)
