@@ -4,78 +4,83 @@
 #   bash benchmarks/run_results.sh [OUT_DIR]      # default runs/results
 #
 # Steps, each logged to OUT_DIR/<step>.log, progress in OUT_DIR/progress.txt:
-#   1. subsets: train-40, dev-20 and dev-10 (seeded, stratified by source) for the optimizer
-#   2. optimize the 0.5B model (bootstrap, 1.5B teacher)  -> optimize/compiled/qwen2.5-coder-0.5b-bootstrap
-#   3. bench the 0.5B model on a 24-episode stratified test sample: seed, seed-structured, default, compiled
-#   4. bench the 1.5B model on the same sample: seed (the bar the compiled 0.5B must reach)
-#   5. optimize the 1.5B model (bootstrap, itself as teacher, one candidate, dev-10: sized to about an
-#      hour here) -> optimize/compiled/qwen2.5-coder-1.5b-bootstrap
-#   6. bench the 1.5B model on the test sample: default, compiled
-#   7. smoke split, 0.5B: seed; default with 0 and 1 reflexion rounds (does reflexion pay for its calls?)
-#   8. smoke split, 1.5B: seed and default; default with 1 reflexion round
-# Set STEPS="2 3" (for example) to run only some steps.
+#   1. samples: dev-40 (40 dev episodes stratified by source, seed 0) for levers and selection, and
+#      test-150 (every conversational test episode and 97 more stratified by source, seed 0)
+#   2. program levers on dev-40, 1.5B: the default, the compact reply shape, dates as the text's words
+#   3. local runtime on the 16 conversational dev episodes: today's prebuilt runtime (seed input order,
+#      legacy reply) vs the host build, with and without n-gram speculative decoding, for both models
+#      (take it on an idle machine)
+#   4. compile the 1.5B: gold demo search (5 demos, 3 candidates) selected on dev-40
+#   5. compile the 0.5B: the same search
+#   6. bench the 1.5B on test-150: seed-structured, default, compiled; paired against default
+#   7. bench the 0.5B on test-150: seed-structured, default, compiled; paired against default
+#   8. MIPROv2 on the 1.5B within a budget sized to an hour (train, dev), then its program on smoke
+# Set STEPS="4 6" (for example) to run only some steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/results}
 STEPS=${STEPS:-"1 2 3 4 5 6 7 8"}
-TEST_LIMIT=${TEST_LIMIT:-24}
 EDGEWISE=${EDGEWISE:-edgewise}
 PY=${PY:-python}
 COMPILED=optimize/compiled
+S05=local/qwen2.5-coder-0.5b
+S15=local/qwen2.5-coder-1.5b
 mkdir -p "$OUT"
 log() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$OUT/progress.txt"; }
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 
 if want 1; then
-  log "step 1: subsets"
+  log "step 1: samples"
   "$PY" - "$OUT" <<'EOF'
 import sys
 from pathlib import Path
 from edgewise.data import load_episodes
 from edgewise.eval.bench import stratified_sample
 out = Path(sys.argv[1])
-for split, limit in (("train", 40), ("dev", 20), ("dev", 10)):
-    rows = stratified_sample(load_episodes(split), limit, seed=0)
-    (out / f"{split}-{limit}.jsonl").write_text("".join(e.model_dump_json(by_alias=True) + "\n" for e in rows))
-    print(split, len(rows))
+def write(name, rows):
+    (out / f"{name}.jsonl").write_text("".join(e.model_dump_json(by_alias=True) + "\n" for e in rows))
+    print(name, len(rows))
+write("dev-40", stratified_sample(load_episodes("dev"), 40, seed=0))
+test = load_episodes("test")
+conversational = {e.id for e in test if e.source == "conversational"}
+rest = {e.id for e in stratified_sample([e for e in test if e.id not in conversational], 150 - len(conversational), seed=0)}
+write("test-150", [e for e in test if e.id in conversational | rest])
 EOF
 fi
 
-optimize() {  # model teacher name dev candidates
-  "$EDGEWISE" optimize --model "$1" ${2:+--teacher-model "$2"} --optimizer bootstrap \
-    --train "$OUT/train-40.jsonl" --dev "$OUT/$4.jsonl" --max-demos 3 --candidates "$5" --seed 0 \
-    --out "$COMPILED/$3" > "$OUT/optimize-$3.log" 2>&1
+if want 2; then
+  log "step 2: program levers on dev-40"
+  "$PY" benchmarks/local_runtime.py --configs 1.5b@host+ngram,1.5b@host+ngram+compact,1.5b@host+ngram+textdates \
+    --split dev --source '' --limit 40 --out "$OUT/levers-dev40-1.5b.md" --json "$OUT/levers-dev40-1.5b.json" \
+    > "$OUT/levers-dev40-1.5b.log" 2>&1
+fi
+
+if want 3; then
+  log "step 3: local runtime, conversational dev episodes"
+  "$PY" benchmarks/local_runtime.py --configs \
+1.5b@prebuilt+seedorder+legacy,1.5b@host,1.5b@host+ngram,0.5b@host,0.5b@host+ngram,0.5b@prebuilt+seedorder+legacy \
+    --split dev --source conversational --limit 16 --out "$OUT/runtime-conv16.md" --json "$OUT/runtime-conv16.json" \
+    > "$OUT/runtime-conv16.log" 2>&1
+fi
+
+compile_gold() {  # model name
+  "$EDGEWISE" optimize --model "$1" --optimizer gold --gold-demos 5 --demo-tokens 2500 --candidates 3 \
+    --train train --dev "$OUT/dev-40.jsonl" --seed 0 --out "$COMPILED/$2" > "$OUT/optimize-$2.log" 2>&1
 }
-smoke() {  # model programs out-name [extra bench flags]
-  "$EDGEWISE" bench --models "$1" --programs "$2" --split smoke --seed 0 "${@:4}" \
-    --out "$OUT/$3" > "$OUT/$3.log" 2>&1
-}
-bench() {  # model programs out-name
-  "$EDGEWISE" bench --models "$1" --programs "$2" \
-    --split test --limit "$TEST_LIMIT" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
+bench_test() {  # model compiled out-name
+  "$EDGEWISE" bench --models "$1" --programs "seed-structured,default,$COMPILED/$2" \
+    --baseline default --data "$OUT/test-150.jsonl" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
 }
 
-S05=local/qwen2.5-coder-0.5b
-S15=local/qwen2.5-coder-1.5b
-if want 2; then log "step 2: optimize 0.5B"; optimize $S05 $S15 qwen2.5-coder-0.5b-bootstrap dev-20 1; fi
-if want 3; then
-  log "step 3: bench 0.5B on test"
-  bench $S05 "seed,seed-structured,default,$COMPILED/qwen2.5-coder-0.5b-bootstrap" test-0.5b
-fi
-if want 4; then log "step 4: bench 1.5B seed on test"; bench $S15 seed test-1.5b-seed; fi
-if want 5; then log "step 5: optimize 1.5B"; optimize $S15 "" qwen2.5-coder-1.5b-bootstrap dev-10 0; fi
-if want 6; then
-  log "step 6: bench 1.5B on test"
-  bench $S15 "default,$COMPILED/qwen2.5-coder-1.5b-bootstrap" test-1.5b
-fi
-if want 7; then
-  log "step 7: smoke, 0.5B: seed; default with 0 and 1 reflexion rounds"
-  smoke $S05 seed smoke-0.5b-seed
-  for rounds in 0 1; do smoke $S05 default smoke-0.5b-reflexion-$rounds --reflexion-rounds "$rounds"; done
-fi
+if want 4; then log "step 4: compile 1.5B"; compile_gold $S15 qwen2.5-coder-1.5b-gold; fi
+if want 5; then log "step 5: compile 0.5B"; compile_gold $S05 qwen2.5-coder-0.5b-gold; fi
+if want 6; then log "step 6: bench 1.5B on test-150"; bench_test $S15 qwen2.5-coder-1.5b-gold test150-1.5b; fi
+if want 7; then log "step 7: bench 0.5B on test-150"; bench_test $S05 qwen2.5-coder-0.5b-gold test150-0.5b; fi
 if want 8; then
-  log "step 8: smoke, 1.5B: seed, default; default with 1 reflexion round"
-  smoke $S15 seed,default smoke-1.5b
-  smoke $S15 default smoke-1.5b-reflexion-1 --reflexion-rounds 1
+  log "step 8: MIPROv2 on the 1.5B, budget sized to an hour"
+  "$EDGEWISE" optimize --model $S15 --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-120}" \
+    --seed 0 --out runs/prog > "$OUT/optimize-mipro-1.5b.log" 2>&1
+  "$EDGEWISE" bench --models $S15 --programs default,runs/prog --baseline default --split smoke --seed 0 \
+    --out "$OUT/smoke-mipro-1.5b" > "$OUT/smoke-mipro-1.5b.log" 2>&1
 fi
 log "done"

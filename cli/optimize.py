@@ -196,7 +196,7 @@ def teacher_config(args: argparse.Namespace, task: LMConfig) -> LMConfig | None:
     )
 
 
-def model_label(config: LMConfig) -> str:
+def manifest_model(config: LMConfig) -> str:
     """The model string a manifest records: `local` is spelled out as the local model it stands for."""
     if config.is_local:
         from edgewise.runtime.local_models import resolve_local_model
@@ -208,8 +208,8 @@ def model_label(config: LMConfig) -> str:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     teacher = teacher_config(args, config)
-    same_model = teacher is not None and (model_label(teacher), teacher.api_base) == (
-        model_label(config),
+    same_model = teacher is not None and (manifest_model(teacher), teacher.api_base) == (
+        manifest_model(config),
         config.api_base,
     )
     with ExitStack() as stack:
@@ -219,8 +219,8 @@ def run(args: argparse.Namespace) -> int:
         report = optimize(
             task_lm=task_lm,
             teacher_lm=teacher_lm,
-            task_model=model_label(config),
-            teacher_model=model_label(teacher) if teacher else None,
+            task_model=manifest_model(config),
+            teacher_model=manifest_model(teacher) if teacher else None,
             secrets=[config.api_key, teacher.api_key if teacher else None],
             train=args.train,
             dev=args.dev,

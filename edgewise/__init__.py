@@ -6,6 +6,8 @@ with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edge
     result = extractor(episode).result           # ExtractionResult: edges, warnings, usage
 """
 
+import importlib.metadata
+
 import edgewise.runtime.offline  # noqa: F401  (must run before dspy/litellm are imported)
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
@@ -21,7 +23,7 @@ from edgewise.signatures.types import (
     ExtractionWarning,
 )
 
-__version__ = "0.1.0"
+__version__ = importlib.metadata.version("edgewise")  # the one place is pyproject.toml
 
 __all__ = [
     "Edge",

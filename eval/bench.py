@@ -186,7 +186,6 @@ class BenchReport(BaseModel):
     reflexion_rounds: int | None = None
     open_types: bool = False
     baseline: str | None = None
-    cache: Literal["off"] = "off"
     bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
     models: list[str]
     programs: list[str]
@@ -232,7 +231,7 @@ def stratified_sample(episodes: Sequence[LabeledEpisode], limit: int, seed: int)
     return [episodes[index] for index in sorted(chosen)]
 
 
-def model_label(config: LMConfig) -> str:
+def table_model_label(config: LMConfig) -> str:
     """How a model is named in tables: its model string, with `@api_base` when it has its own server."""
     if config.api_base and not config.is_local:
         return f"{config.model}@{config.api_base}"
@@ -488,7 +487,7 @@ def run_bench(
         reflexion_rounds=reflexion_rounds,
         open_types=open_types,
         baseline=baseline,
-        models=[model_label(config) for config in models],
+        models=[table_model_label(config) for config in models],
         programs=list(programs),
         data=summarize_data(episodes),
     )
@@ -536,7 +535,7 @@ def _run_models(
     state: _RunState | None = None
     try:
         for config in models:
-            label = model_label(config)
+            label = table_model_label(config)
             stack = ExitStack()
             try:
                 lm = stack.enter_context(lm_factory(config))

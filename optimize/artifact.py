@@ -77,10 +77,6 @@ def signature_fingerprints(program: dspy.Module) -> dict[str, str]:
     return fingerprints
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Path:
     """Write the artifact atomically: build it in a sibling temp folder, then swap it in."""
     out_dir = Path(out_dir)

@@ -27,10 +27,10 @@ from edgewise.runtime.faults import (
     acall_with_retries,
     call_with_retries,
 )
+from edgewise.runtime.local_models import LOCAL_PREFIX, is_local_model
 from edgewise.runtime.redaction import redact as redact_secrets
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
-LOCAL_PREFIX: Final = "local"
 DEFAULT_MODEL: Final = LOCAL_PREFIX
 _PLACEHOLDER_KEY: Final = "not-needed"
 LOCAL_TIMEOUT_S: Final = 900.0
@@ -71,7 +71,7 @@ class LMConfig(BaseModel):
 
     @property
     def is_local(self) -> bool:
-        return self.model == LOCAL_PREFIX or self.model.startswith(LOCAL_PREFIX + "/")
+        return is_local_model(self.model)
 
 
 class EdgewiseLM(dspy.LM):

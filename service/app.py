@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import importlib.metadata
 import json
 import logging
 import threading
@@ -26,6 +25,7 @@ import dspy
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+import edgewise
 from edgewise.runtime.episode_fields import ignored_field_warning, no_entities_message
 from edgewise.runtime.faults import (
     REASON_AUTH,
@@ -608,7 +608,7 @@ def create_app(
 
     app = FastAPI(
         title="edgewise",
-        version=_package_version(),
+        version=edgewise.__version__,
         description=(
             "Knowledge-graph edge extraction. `POST /v1/extract` takes the context object of the seed prompt "
             "(episodeContent, previousEpisodes, nodes, referenceTime, edgeTypes, customPrompt) and returns "
@@ -708,13 +708,6 @@ def create_app(
         )
 
     return app
-
-
-def _package_version() -> str:
-    try:
-        return importlib.metadata.version("edgewise")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _as_dependency(scheme: HTTPBearer) -> Any:
