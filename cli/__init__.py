@@ -52,6 +52,20 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
+def add_command(
+    subparsers: argparse._SubParsersAction, name: str, summary: str, description: str, examples: str
+) -> argparse.ArgumentParser:
+    """The parser of one subcommand: `summary` is its line in `edgewise --help`; its description and
+    examples are printed as written, line breaks and indentation kept."""
+    return subparsers.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="edgewise",

@@ -9,13 +9,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from edgewise.cli import add_command
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
+from edgewise.data.loader import SPLITS
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
-SPLITS: Final = ("train", "dev", "test", "smoke")
 DEFAULT_PROGRAMS: Final = "seed,default"
 DEFAULT_SPLIT: Final = "test"
 _REMOTE_WORKERS: Final = 4
@@ -45,13 +46,7 @@ EXAMPLES = """examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "bench", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "--models",
         help="comma-separated models: 'local', 'local/<name>', LiteLLM strings, or MODEL@URL for a model "

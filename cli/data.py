@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED
+from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED, add_command
+from edgewise.data.loader import SPLITS
 
 HELP = "describe, validate or rebuild labeled episode files"
 DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see data/README.md).
@@ -29,13 +30,7 @@ EXAMPLES = """examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "data",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "data", HELP, DESCRIPTION, EXAMPLES)
     actions = parser.add_subparsers(dest="data_command", metavar="ACTION")
 
     def show_help(_args: argparse.Namespace) -> int:
@@ -45,18 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=show_help)
 
     stats = actions.add_parser("stats", help="counts per split and source, and a 95%% interval hint")
-    stats.add_argument(
-        "--split",
-        action="append",
-        choices=["train", "dev", "test", "smoke"],
-        help="a shipped split; repeat for several (default: all four). Example: --split test",
-    )
-    stats.add_argument(
-        "--data",
-        action="append",
-        type=Path,
-        help="a JSONL file of your own; repeatable. Example: --data mine.jsonl",
-    )
+    add_episode_sets(stats, data_help="a JSONL file of your own; repeatable. Example: --data mine.jsonl")
     stats.set_defaults(func=run_stats)
 
     validate = actions.add_parser("validate", help="check labeled-episode files line by line")
@@ -88,17 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument(
         "out", type=Path, metavar="OUT", help="folder to write. Example: runs/edgewise-episodes"
     )
-    export.add_argument(
-        "--split",
-        action="append",
-        choices=["train", "dev", "test", "smoke"],
-        help="a shipped split; repeat for several (default: all four). Example: --split test",
-    )
-    export.add_argument(
-        "--data",
-        action="append",
-        type=Path,
-        help="a labeled JSONL file of your own, exported under its file name; repeatable. Example: --data mine.jsonl",
+    add_episode_sets(
+        export,
+        data_help="a labeled JSONL file of your own, exported under its file name; repeatable. "
+        "Example: --data mine.jsonl",
     )
     export.add_argument(
         "--format",
@@ -110,12 +87,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.set_defaults(func=run_export)
 
 
+def add_episode_sets(parser: argparse.ArgumentParser, *, data_help: str) -> None:
+    """`--split` and `--data`, the episode sets `stats` and `export` read (see `chosen_splits`)."""
+    parser.add_argument(
+        "--split",
+        action="append",
+        choices=SPLITS,
+        help="a shipped split; repeat for several (default: all four). Example: --split test",
+    )
+    parser.add_argument("--data", action="append", type=Path, help=data_help)
+
+
+def chosen_splits(args: argparse.Namespace) -> list[str]:
+    """The shipped splits named by `--split`; all of them when neither `--split` nor `--data` is given."""
+    return args.split or ([] if args.data else list(SPLITS))
+
+
 def run_stats(args: argparse.Namespace) -> int:
     from edgewise.data.loader import load_episodes
     from edgewise.data.stats import compute_stats, format_table, interval_hint
 
     sets = {}
-    for name in args.split or ([] if args.data else ["train", "dev", "test", "smoke"]):
+    for name in chosen_splits(args):
         sets[name] = load_episodes(name)
     for path in args.data or []:
         sets[str(path)] = load_episodes(path)
@@ -175,10 +168,7 @@ def run_export(args: argparse.Namespace) -> int:
     from edgewise.data.hf import to_dataset
     from edgewise.data.loader import load_episodes
 
-    sets = {
-        name: load_episodes(name)
-        for name in args.split or ([] if args.data else ["train", "dev", "test", "smoke"])
-    }
+    sets = {name: load_episodes(name) for name in chosen_splits(args)}
     for path in args.data or []:
         sets[path.stem] = load_episodes(path)
     dataset = DatasetDict({name: to_dataset(episodes) for name, episodes in sets.items()})

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
+from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.cli.extract_ray import DEFAULT_ACTORS
 from edgewise.cli.flags import above, at_least
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
@@ -62,13 +62,7 @@ EXAMPLES = """examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "extract",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "extract", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "--input",
         "-i",

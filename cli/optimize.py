@@ -7,6 +7,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+from edgewise.cli import add_command
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
 from edgewise.optimize.run import (
@@ -38,13 +39,7 @@ EXAMPLES = """examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "optimize",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "optimize", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "--out",
         required=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from edgewise.cli import add_command
 from edgewise.eval.bench import BenchReport
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.eval.report import PLOT_PNG, RESULTS_JSON
@@ -29,13 +30,7 @@ A folder from an older bench, without episodes.jsonl and predictions.jsonl, gets
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "report",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "report", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "results_dir",
         type=Path,

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any, Final
 
+from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
 from edgewise.cli.options import add_lm_arguments, config_from_args
 from edgewise.optimize.programs import resolve_program
@@ -48,13 +49,7 @@ EXAMPLES = f"""examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "serve",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "serve", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "--program",
         default="default",

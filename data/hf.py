@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
+from edgewise.data.loader import SPLITS
 from edgewise.signatures.types import LabeledEpisode
-
-SPLITS: Final = ("train", "dev", "test", "smoke")
 
 
 def features() -> Any:

@@ -18,14 +18,13 @@ from edgewise.data.build.dialogre import build_dialogre_episodes
 from edgewise.data.build.redocred import build_redocred_episodes
 from edgewise.data.build.splits import smoke_subset, split_episodes
 from edgewise.data.build.temporal import build_tempreason_episodes, build_timeqa_episodes
-from edgewise.data.loader import check_episode
+from edgewise.data.loader import SPLITS, check_episode
 from edgewise.signatures.types import LabeledEpisode
 
 #: Episodes drawn from each public source. With about 90 conversational episodes the total is
 #: about 550, which the splits divide 150 / 100 / 300.
 SOURCE_COUNTS: Final[dict[str, int]] = {"redocred": 180, "dialogre": 110, "tempreason": 85, "timeqa": 90}
 CONVERSATIONAL_MODULE: Final[str] = "edgewise.data.build.conversational"
-SPLIT_FILES: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 
 _BUILDERS: Final[dict[str, Callable[[Path, int], list[LabeledEpisode]]]] = {
     "redocred": build_redocred_episodes,
@@ -97,7 +96,7 @@ def episode_line(episode: LabeledEpisode) -> str:
 def write_splits(splits: dict[str, list[LabeledEpisode]], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in SPLIT_FILES:
+    for name in SPLITS:
         path = out_dir / f"{name}.jsonl"
         text = "".join(episode_line(episode) + "\n" for episode in splits[name])
         path.write_text(text, encoding="utf-8")
