@@ -16,7 +16,12 @@ from tqdm import tqdm
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.cli.extract_ray import DEFAULT_ACTORS
 from edgewise.cli.flags import above, at_least
-from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
+from edgewise.cli.options import (
+    add_lm_arguments,
+    add_open_types_argument,
+    add_program_argument,
+    config_from_args,
+)
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.episode_runner import extract_records
 from edgewise.runtime.jsonl import (
@@ -77,12 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="results JSONL file (default: stdout); with --engine ray a .jsonl or .parquet file. "
         "Example: --output edges.jsonl",
     )
-    parser.add_argument(
-        "--program",
-        default="default",
-        help="compiled program directory or shipped name, or default / seed / seed-structured "
-        "(default: default). Example: --program runs/prog",
-    )
+    add_program_argument(parser)
     parser.add_argument(
         "--baseline",
         choices=["seed", "seed-structured"],

@@ -134,3 +134,13 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
         help="let the model write relationship types outside the episode's edgeTypes, as the seed prompt "
         "allows (default: only the listed types on a self-hosted server). Example: --open-types",
     )
+
+
+def add_program_argument(parser: argparse.ArgumentParser) -> None:
+    """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`."""
+    parser.add_argument(
+        "--program",
+        default="default",
+        help="compiled program directory or shipped name, or default / seed / seed-structured "
+        "(default: default). Example: --program runs/prog",
+    )

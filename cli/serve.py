@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
-from edgewise.cli.options import add_lm_arguments, config_from_args
+from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.lm import open_lm
 from edgewise.service.app import (
@@ -31,6 +31,13 @@ from edgewise.service.app import (
 TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+# The service's limits, each a whole number >= 1: (flag, default, what it bounds, an example value).
+_LIMITS: Final = (
+    ("--workers", DEFAULT_WORKERS, "extractions run at once; more requests wait", 16),
+    ("--max-body-bytes", DEFAULT_MAX_BODY_BYTES, "largest request body; larger ones get 413", 4000000),
+    ("--max-entities", DEFAULT_MAX_ENTITIES, "most entities in one episode; more get 422", 500),
+    ("--max-batch", DEFAULT_MAX_BATCH, "most episodes in one /v1/extract/batch call", 16),
+)
 
 HELP = "serve extraction over HTTP: POST /v1/extract with the seed's context object"
 DESCRIPTION = f"""Serve a program over HTTP (FastAPI + uvicorn).
@@ -50,12 +57,7 @@ EXAMPLES = f"""examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "serve", HELP, DESCRIPTION, EXAMPLES)
-    parser.add_argument(
-        "--program",
-        default="default",
-        help="compiled program directory or shipped name, or default / seed / seed-structured "
-        "(default: default). Example: --program runs/prog",
-    )
+    add_program_argument(parser)
     parser.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -68,32 +70,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_PORT,
         help=f"TCP port (default {DEFAULT_PORT}). Example: --port 9000",
     )
-    parser.add_argument(
-        "--workers",
-        type=at_least(1),
-        default=DEFAULT_WORKERS,
-        help=f"extractions run at once; more requests wait (default {DEFAULT_WORKERS}). Example: --workers 16",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=at_least(1),
-        default=DEFAULT_MAX_BODY_BYTES,
-        help=f"largest request body; larger ones get 413 (default {DEFAULT_MAX_BODY_BYTES}). "
-        "Example: --max-body-bytes 4000000",
-    )
-    parser.add_argument(
-        "--max-entities",
-        type=at_least(1),
-        default=DEFAULT_MAX_ENTITIES,
-        help=f"most entities in one episode; more get 422 (default {DEFAULT_MAX_ENTITIES}). "
-        "Example: --max-entities 500",
-    )
-    parser.add_argument(
-        "--max-batch",
-        type=at_least(1),
-        default=DEFAULT_MAX_BATCH,
-        help=f"most episodes in one /v1/extract/batch call (default {DEFAULT_MAX_BATCH}). Example: --max-batch 16",
-    )
+    for flag, default, meaning, example in _LIMITS:
+        parser.add_argument(
+            flag,
+            type=at_least(1),
+            default=default,
+            help=f"{meaning} (default {default}). Example: {flag} {example}",
+        )
     parser.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],

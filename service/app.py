@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from datetime import datetime
+from functools import partial
 from http import HTTPStatus
 from typing import Annotated, Any, Final
 
@@ -650,22 +651,17 @@ def create_app(
             result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
         return result
 
-    @app.post(
-        "/v1/extract",
-        response_model=ExtractionResult,
-        responses=error_responses,
-        dependencies=[*map(_as_dependency, security)],
-        summary="Extract edges from one episode",
-    )
+    # The /v1/ routes: each checks the bearer token and documents the same error bodies.
+    post_v1 = partial(app.post, responses=error_responses, dependencies=[*map(_as_dependency, security)])
+
+    @post_v1("/v1/extract", response_model=ExtractionResult, summary="Extract edges from one episode")
     async def extract(request: ExtractRequest) -> JSONResponse:
         result = await extract_one(request)
         return JSONResponse(result.to_json_dict())
 
-    @app.post(
+    @post_v1(
         "/v1/extract/batch",
         response_model=BatchResponse,
-        responses=error_responses,
-        dependencies=[*map(_as_dependency, security)],
         summary="Extract edges from many episodes; one bad item never fails the others",
     )
     async def extract_batch(request: BatchRequest) -> JSONResponse:
