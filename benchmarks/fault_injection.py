@@ -25,6 +25,7 @@ from typing import Any, Final
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import id_checks, read_records, script_parser
 from mock_openai import FaultRate, MockOpenAIServer
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "fault_injection.md"
@@ -59,15 +60,12 @@ def episodes(count: int) -> list[dict[str, Any]]:
 
 def check_output(path: Path, ids: list[str]) -> dict[str, Any]:
     """Lost, duplicated and out-of-order ids, results and failures by reason, read from the output file."""
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    seen = Counter(record.get("id") for record in records)
+    records = read_records(path)
     failed = Counter(record["error"]["reason"] for record in records if "error" in record)
     return {
         "lines": len(records),
         "results": sum(1 for record in records if "edges" in record),
-        "lost": sum(1 for id_ in ids if seen[id_] == 0),
-        "duplicated": sum(count - 1 for count in seen.values() if count > 1),
-        "in_order": [record.get("id") for record in records] == ids,
+        **id_checks(records, ids),
         "failed": dict(sorted(failed.items())),
         "parse_failures": sum(1 for record in records if record.get("parseFailures")),
     }
@@ -174,9 +172,7 @@ holds up the ones behind it; more workers shorten that.
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--workers", type=int, default=16)

@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from harness import progress
+
 from edgewise.runtime.local_models import MODELS, LocalModelSpec, ensure_model_file, missing_parts
 from edgewise.runtime.local_server import LocalServer, default_threads, peak_rss_bytes
 
@@ -147,11 +149,9 @@ def run_mode(
                 run.scores.append(score_episode(labeled, result.edges))  # type: ignore[arg-type]
             if quiet:
                 continue
-            print(
+            progress(
                 f"  {server.model_name} {mode:11} episode {index}/{len(episodes)}: {run.seconds[-1]:.1f} s, "
                 f"{len(result.edges)} edges, parse failures {result.parse_failures}",
-                file=sys.stderr,
-                flush=True,
             )
     after = server.metrics()
     completions = [int((entry.get("usage") or {}).get("completion_tokens") or 0) for entry in lm.history]
@@ -174,7 +174,7 @@ def bench_model(
         started = time.monotonic()
         ensure_model_file(spec, cache)
         measured.assemble_warm_s = time.monotonic() - started
-        print(f"{spec.name}: assembled in {measured.assemble_cold_s:.1f} s", file=sys.stderr, flush=True)
+        progress(f"{spec.name}: assembled in {measured.assemble_cold_s:.1f} s")
         server = LocalServer(
             spec,
             threads=args.threads,
@@ -184,7 +184,7 @@ def bench_model(
         )
         with server:
             measured.start_s = server.start_seconds or 0.0
-            print(f"{spec.name}: server healthy after {measured.start_s:.2f} s", file=sys.stderr, flush=True)
+            progress(f"{spec.name}: server healthy after {measured.start_s:.2f} s")
             # One unmeasured extraction puts the shared instructions into llama-server's prompt cache,
             # so that the first measured pass does not pay for them alone.
             warm_up = episodes[0].model_copy(update={"episode_content": "A short note with no facts."})  # type: ignore[attr-defined]

@@ -38,6 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from harness import progress
+
 ROOT: Final = Path(__file__).resolve().parents[1]
 SHORT_NAMES: Final = {"1.5b": "qwen2.5-coder-1.5b", "0.5b": "qwen2.5-coder-0.5b"}
 OPTIONS: Final = (
@@ -248,11 +250,9 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
                 run.edges += len(result.edges)
                 run.parse_failures += int(result.parse_failures > 0)
                 run.scores.append(score_episode(labeled, result.edges))
-                print(
+                progress(
                     f"  {config.text} {index + 1}/{len(episodes)} {labeled.id}: {elapsed:.1f} s, "
                     f"{usage.completion_tokens} completion tokens, {len(result.edges)} edges",
-                    file=sys.stderr,
-                    flush=True,
                 )
         after = server.metrics()
         run.counters = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for config in configs:
         if config.text in done:
-            print(f"{config.text}: measured earlier, read from {args.json}", file=sys.stderr, flush=True)
+            progress(f"{config.text}: measured earlier, read from {args.json}")
             earlier = done[config.text]
             if earlier.failed_ids:  # run the episodes that failed again, and keep the rest
                 print(f"  running its {len(earlier.failed_ids)} failed episodes again", file=sys.stderr)
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             runs.append(earlier)
             continue
-        print(f"{config.text}: {len(episodes)} episodes", file=sys.stderr, flush=True)
+        progress(f"{config.text}: {len(episodes)} episodes")
         runs.append(run_config(config, episodes, args))
         table = markdown(runs, episodes, args)
         if args.out:

@@ -29,13 +29,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from harness import id_checks, progress, read_records, script_parser
 from mock_openai import MockOpenAIServer
 from ray_processes import stage_actor_pids
 
@@ -59,15 +59,10 @@ def write_episodes(path: Path, count: int) -> list[str]:
 
 def check_output(path: Path, ids: list[str]) -> dict[str, Any]:
     """Rows, results, lost and duplicated ids, and whether the ids are the input's in its order."""
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    seen = Counter(record.get("id") for record in records)
-    return {
-        "rows": len(records),
-        "results": sum(1 for record in records if "edges" in record),
-        "lost": sum(1 for id_ in ids if seen[id_] == 0),
-        "duplicated": sum(count - 1 for count in seen.values() if count > 1),
-        "ids_equal": [record.get("id") for record in records] == ids,
-    }
+    records = read_records(path)
+    checks = id_checks(records, ids)
+    checks["ids_equal"] = checks.pop("in_order")
+    return {"rows": len(records), "results": sum(1 for record in records if "edges" in record), **checks}
 
 
 def cli_args(
@@ -151,9 +146,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             for engine, actors in settings:
                 for source, ids in ((small, small_ids), (big, big_ids)):
                     runs.append(run_once(args, folder, engine, actors, source, ids, server.api_base))
-                    print(_run_line(runs[-1]), file=sys.stderr, flush=True)
+                    progress(_run_line(runs[-1]))
         killed = run_once(args, folder, "ray", args.kill_actors, big, big_ids, server.api_base, kill=True)
-        print(_run_line(killed), file=sys.stderr, flush=True)
+        progress(_run_line(killed))
     out = args.out.resolve()
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     return {"settings": settings, "runs": runs, "killed": killed, "args": vars(args) | {"out": str(shown)}}
@@ -238,9 +233,7 @@ same setting (see the script's docstring).
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--episodes", type=int, default=2000, help="episodes in the large run (default 2000)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per setting and size (default 3)")
     parser.add_argument("--workers", type=int, default=4, help="--workers of every run (default 4)")

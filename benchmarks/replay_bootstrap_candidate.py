@@ -11,11 +11,11 @@ a cache miss fails at once instead of starting a model. Run it on the machine th
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections import Counter
 
 import dspy
+from harness import script_parser
 
 from edgewise.data import load_episodes
 from edgewise.data.loader import to_examples
@@ -28,9 +28,7 @@ CLOSED_PORT = "http://127.0.0.1:9/v1"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--train", default="runs/results/train-40.jsonl", help="the search's train file")
     parser.add_argument("--dev", default="runs/results/dev-10.jsonl", help="the search's dev file")
     parser.add_argument("--max-demos", type=int, default=3, help="the search's --max-demos")

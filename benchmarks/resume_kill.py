@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +28,7 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fault_injection import REPLY, episodes
+from harness import id_checks, read_records, script_parser
 from mock_openai import FaultRate, MockOpenAIServer
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "resume_kill.md"
@@ -87,8 +87,7 @@ def trial(args: argparse.Namespace, number: int, rng: random.Random) -> dict[str
         if resumed.returncode not in (0, 2):  # 2: the batch ran, some lines failed (counted below)
             raise SystemExit(f"resume failed ({resumed.returncode}):\n{resumed.stderr[-4000:]}")
         resumed_episodes = len({_episode_of(body) for body in server.requests})
-        records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
-    seen = Counter(record.get("id") for record in records)
+        records = read_records(output)
     return {
         "trial": number,
         "kill_target": kill_after,
@@ -97,9 +96,7 @@ def trial(args: argparse.Namespace, number: int, rng: random.Random) -> dict[str
         "requests_before_kill": requests_before,
         "resumed_episodes": resumed_episodes,
         "lines": len(records),
-        "lost": sum(1 for id_ in ids if seen[id_] == 0),
-        "duplicated": sum(count - 1 for count in seen.values() if count > 1),
-        "in_order": [record.get("id") for record in records] == ids,
+        **id_checks(records, ids),
         "failed": sum(1 for record in records if "error" in record),
         "summary_line": resumed.stderr.strip().splitlines()[-1],
     }
@@ -146,9 +143,7 @@ removed by `--resume` before it appends; the test suite also covers that case on
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=8)

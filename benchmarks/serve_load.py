@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+from harness import script_parser
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "serve_load.md"
@@ -203,9 +204,7 @@ provider's, and `--workers` should match what the provider allows.
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=4, help="edgewise serve --workers")
