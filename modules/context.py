@@ -5,7 +5,7 @@ Both views are derived here, once, so the seed baseline and the DSPy program see
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from edgewise.signatures.types import Episode, format_utc
 
@@ -35,13 +35,17 @@ def seed_context(episode: Episode) -> dict[str, Any]:
     }
 
 
+# `ExtractEdges`' name for each field of the seed's context object: one set of facts, two vocabularies.
+_INPUT_NAMES: Final = {
+    "previousEpisodes": "previous_episodes",
+    "episodeContent": "episode_content",
+    "nodes": "entities",
+    "referenceTime": "reference_time",
+    "edgeTypes": "relationship_types",
+    "customPrompt": "custom_prompt",
+}
+
+
 def extraction_inputs(episode: Episode) -> dict[str, Any]:
-    """Keyword inputs of `ExtractEdges` (without `missing_facts`)."""
-    return {
-        "previous_episodes": list(episode.previous_episodes),
-        "episode_content": episode.episode_content,
-        "entities": entity_rows(episode),
-        "reference_time": format_utc(episode.reference_time),
-        "relationship_types": relationship_types(episode),
-        "custom_prompt": episode.custom_prompt,
-    }
+    """Keyword inputs of `ExtractEdges` (without `missing_facts`): the seed's context, renamed."""
+    return {_INPUT_NAMES[key]: value for key, value in seed_context(episode).items()}
