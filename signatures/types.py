@@ -81,6 +81,16 @@ class EdgeType(_CamelModel):
 AttributeValue = str | int | float | bool | None
 
 
+# The fields every reply shape asks for, each described once: the descriptions are the prompt's words.
+_RelationType = Annotated[str, Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")]
+_SubjectName = Annotated[str, Field(description="exact name of the subject entity from ENTITIES")]
+_ObjectName = Annotated[str, Field(description="exact name of the object entity from ENTITIES")]
+_Fact = Annotated[
+    str, Field(description="the fact: one short sentence quoting or closely paraphrasing the source")
+]
+_UtcInstant = Annotated[str | None, Field(description='ISO 8601 UTC with "Z", or null')]
+
+
 # Kept apart from `Edge` so that a model's "2021" or "last May" reaches post-processing (which
 # normalizes or rejects it with a warning) instead of failing the whole reply's validation. Its
 # docstring becomes the JSON schema's description in every prompt, so it stays one short line.
@@ -89,21 +99,21 @@ class ExtractedEdge(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    relationshipType: str = Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")
-    sourceEntityName: str = Field(description="exact name of the subject entity from ENTITIES")
-    targetEntityName: str = Field(description="exact name of the object entity from ENTITIES")
-    fact: str = Field(description="the fact: one short sentence quoting or closely paraphrasing the source")
-    validAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
-    invalidAt: str | None = Field(default=None, description='ISO 8601 UTC with "Z", or null')
+    relationshipType: _RelationType
+    sourceEntityName: _SubjectName
+    targetEntityName: _ObjectName
+    fact: _Fact
+    validAt: _UtcInstant = None
+    invalidAt: _UtcInstant = None
 
 
 class CompactEdge(BaseModel):
     """An edge as the model writes it: subject, relation, object, the fact, then its dates."""
 
-    source: str = Field(description="exact name of the subject entity from ENTITIES")
-    type: str = Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")
-    target: str = Field(description="exact name of the object entity from ENTITIES")
-    fact: str = Field(description="the fact: one short sentence quoting or closely paraphrasing the source")
+    source: _SubjectName
+    type: _RelationType
+    target: _ObjectName
+    fact: _Fact
     validAt: str | None = Field(default=None, description="date it became true, YYYY-MM-DD (UTC), or null")
     invalidAt: str | None = Field(default=None, description="date it stopped being true, YYYY-MM-DD, or null")
 
