@@ -80,6 +80,10 @@ class EpisodePrediction(BaseModel):
     warnings: list[ExtractionWarning] = Field(default_factory=list)
 
 
+# The fields of a predictions.jsonl line that are the run's own: its identity, outcome and counts.
+_FROM_RUN: Final = frozenset({"id", "source", "status", "error", "parse_failures", "f1", "tp", "fp", "fn"})
+
+
 class _Positions:
     """Where each edge object sits in a list: by identity (the metric keeps the objects it is given),
     else by equality, so that a verdict lands on the very edge a record names."""
@@ -150,34 +154,6 @@ def judge_edges(
     return judged, [gold_verdicts.get(g, "matched") for g in range(len(gold))]
 
 
-def prediction_record(
-    model: str,
-    program: str,
-    labeled: LabeledEpisode,
-    run: EpisodeRun,
-    score: EpisodeScore,
-    result: ExtractionResult | None,
-) -> EpisodePrediction:
-    """One episode's line of `predictions.jsonl`; a failed episode has no edges and every gold edge missed."""
-    edges, gold = judge_edges(labeled.edges, result.edges if result is not None else [], score)
-    return EpisodePrediction(
-        model=model,
-        program=program,
-        id=run.id,
-        source=run.source,
-        status=run.status,
-        error=run.error,
-        parse_failures=run.parse_failures,
-        f1=score.f1,
-        tp=score.tp,
-        fp=score.fp,
-        fn=score.fn,
-        edges=edges,
-        gold=gold,
-        warnings=list(result.warnings) if result is not None else [],
-    )
-
-
 class EpisodeLog:
     """Writes a bench's per-episode files in `out_dir` as episodes finish (nothing when it is None).
 
@@ -209,12 +185,22 @@ class EpisodeLog:
         score: EpisodeScore,
         result: ExtractionResult | None,
     ) -> None:
+        """The episode's line of `predictions.jsonl`, and of `errors.jsonl` when it has something wrong."""
         if self._errors is None or self._predictions is None:
             return
         line = error_line(model, program, run, score, result)
         if line is not None:
             self._errors.write(line)
-        record = prediction_record(model, program, labeled, run, score, result)
+        # A failed episode has no edges, and every gold edge is missed.
+        edges, gold = judge_edges(labeled.edges, result.edges if result is not None else [], score)
+        record = EpisodePrediction(
+            model=model,
+            program=program,
+            **run.model_dump(include=_FROM_RUN),
+            edges=edges,
+            gold=gold,
+            warnings=list(result.warnings) if result is not None else [],
+        )
         # json.dumps, not model_dump_json: pydantic refuses to encode a lone surrogate; the file escapes it
         self._predictions.write(
             json.dumps(record.model_dump(mode="json", by_alias=True), ensure_ascii=False) + "\n"
