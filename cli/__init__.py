@@ -57,12 +57,9 @@ def add_command(
 ) -> argparse.ArgumentParser:
     """The parser of one subcommand: `summary` is its line in `edgewise --help`; its description and
     examples are printed as written, line breaks and indentation kept."""
+    raw = argparse.RawDescriptionHelpFormatter
     return subparsers.add_parser(
-        name,
-        help=summary,
-        description=description,
-        epilog=examples,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        name, help=summary, description=description, epilog=examples, formatter_class=raw
     )
 
 

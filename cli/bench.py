@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Final
 
 from edgewise.cli import add_command
-from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
+from edgewise.cli.options import (
+    add_lm_arguments,
+    add_no_progress_argument,
+    add_open_types_argument,
+    config_from_args,
+)
 from edgewise.data.loader import SPLITS
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
 from edgewise.optimize.programs import resolve_program
@@ -106,9 +111,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="directory for the reports (default: runs/bench-<UTC timestamp>). Example: --out runs/bench-smoke",
     )
-    parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bars on stderr. Example: --no-progress"
-    )
+    add_no_progress_argument(parser, bars="bars")  # one bar per model x program
     add_lm_arguments(parser, cache_flag=False)  # a bench always runs with DSPy's cache off
     parser.set_defaults(func=run)
 

@@ -18,6 +18,7 @@ from edgewise.cli.extract_ray import DEFAULT_ACTORS
 from edgewise.cli.flags import above, at_least
 from edgewise.cli.options import (
     add_lm_arguments,
+    add_no_progress_argument,
     add_open_types_argument,
     add_program_argument,
     config_from_args,
@@ -139,9 +140,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="also write the end-of-run summary as JSON to this file. Example: --summary-json summary.json",
     )
-    parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bar on stderr. Example: --no-progress"
-    )
+    add_no_progress_argument(parser)
     add_lm_arguments(parser)
     parser.set_defaults(func=run)
 

@@ -144,3 +144,10 @@ def add_program_argument(parser: argparse.ArgumentParser) -> None:
         help="compiled program directory or shipped name, or default / seed / seed-structured "
         "(default: default). Example: --program runs/prog",
     )
+
+
+def add_no_progress_argument(parser: argparse.ArgumentParser, *, bars: str = "bar") -> None:
+    """`--no-progress`, for the commands that draw progress on stderr (extract one bar, bench several)."""
+    parser.add_argument(
+        "--no-progress", action="store_true", help=f"no progress {bars} on stderr. Example: --no-progress"
+    )
