@@ -12,6 +12,47 @@ from edgewise.cli.flags import above, at_least
 from edgewise.runtime.faults import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S
 from edgewise.runtime.lm import LMConfig, LMConfigError
 
+# The model flags that take a number: (flag, its type and bound, default, meaning, an example value).
+# The help's "(default ...)" is the default itself; None is no limit.
+_NUMBER_FLAGS: Final = (
+    ("--temperature", at_least(0, whole=False), 0.0, "sampling temperature", "0.2"),
+    (
+        "--max-tokens",
+        at_least(1),
+        1024,
+        "reply token limit per call; bounds a small model that loops",
+        "2048",
+    ),
+    (
+        "--max-retries",
+        at_least(0),
+        3,
+        (
+            "retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx "
+            "replies that are not JSON; exponential backoff with jitter, Retry-After honoured"
+        ),
+        "5",
+    ),
+    (
+        "--retry-backoff",
+        above(0),
+        DEFAULT_BACKOFF_BASE_S,
+        (
+            "backoff scale in seconds when the provider gives no Retry-After: retry n waits between half "
+            f"and all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s"
+        ),
+        "0.5",
+    ),
+    (
+        "--max-rps",
+        above(0),
+        None,
+        "at most this many model requests a second, retries included, shared by all workers",
+        "5",
+    ),
+    ("--timeout", above(0), 120.0, "seconds per LM request", "30"),
+)
+
 
 def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True) -> None:
     """The model flags every subcommand shares; `cache_flag=False` where the cache is always off (bench)."""
@@ -31,46 +72,11 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
         help="API key for the model or server (default: $EDGEWISE_API_KEY, then the provider's own variable). "
         "Example: --api-key sk-...",
     )
-    group.add_argument(
-        "--temperature",
-        type=at_least(0, whole=False),
-        default=0.0,
-        help="sampling temperature (default 0). Example: --temperature 0.2",
-    )
-    group.add_argument(
-        "--max-tokens",
-        type=at_least(1),
-        default=1024,
-        help="reply token limit per call; bounds a small model that loops (default 1024). Example: --max-tokens 2048",
-    )
-    group.add_argument(
-        "--max-retries",
-        type=at_least(0),
-        default=3,
-        help="retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx replies "
-        "that are not JSON; exponential backoff with jitter, Retry-After honoured (default 3). "
-        "Example: --max-retries 5",
-    )
-    group.add_argument(
-        "--retry-backoff",
-        type=above(0),
-        default=DEFAULT_BACKOFF_BASE_S,
-        help="backoff scale in seconds when the provider gives no Retry-After: retry n waits between half and "
-        f"all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s (default {DEFAULT_BACKOFF_BASE_S:g}). "
-        "Example: --retry-backoff 0.5",
-    )
-    group.add_argument(
-        "--max-rps",
-        type=above(0),
-        help="at most this many model requests a second, retries included, shared by all workers "
-        "(default: no limit). Example: --max-rps 5",
-    )
-    group.add_argument(
-        "--timeout",
-        type=above(0),
-        default=120.0,
-        help="seconds per LM request (default 120). Example: --timeout 30",
-    )
+    for flag, number, default, meaning, example in _NUMBER_FLAGS:
+        shown = "(default: no limit)" if default is None else f"(default {default:g})"
+        group.add_argument(
+            flag, type=number, default=default, help=f"{meaning} {shown}. Example: {flag} {example}"
+        )
     group.add_argument(
         "--response-format",
         choices=["auto", "json_schema", "json_object", "none"],
@@ -136,14 +142,15 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_PROGRAM_HELP: Final = (
+    "compiled program directory or shipped name, or default / seed / seed-structured (default: default). "
+    "Example: --program runs/prog"
+)
+
+
 def add_program_argument(parser: argparse.ArgumentParser) -> None:
     """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`."""
-    parser.add_argument(
-        "--program",
-        default="default",
-        help="compiled program directory or shipped name, or default / seed / seed-structured "
-        "(default: default). Example: --program runs/prog",
-    )
+    parser.add_argument("--program", default="default", help=_PROGRAM_HELP)
 
 
 def add_no_progress_argument(parser: argparse.ArgumentParser, *, bars: str = "bar") -> None:
