@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from edgewise.data.build.common import FIXED_REFERENCE_TIME, MAX_ENTITIES, MAX_EPISODE_WORDS, word_count
+from edgewise.data.build.vocabulary import edge_types
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
 SOURCE: Final[str] = "dialogre"
@@ -69,37 +70,51 @@ RELATION_MAP: Final[dict[str, Mapping]] = {
 #: Dropped: "unanswerable" says nothing; age and date of birth are values, not entities.
 DROPPED_RELATIONS: Final[frozenset[str]] = frozenset({"unanswerable", "per:age", "per:date_of_birth"})
 
-EDGE_TYPES: Final[tuple[EdgeType, ...]] = (
-    EdgeType(name="ALSO_KNOWN_AS", description="both names refer to the same person", symmetric=True),
-    EdgeType(name="DATING", description="the two people are or were romantically involved", symmetric=True),
-    EdgeType(name="LIKES", description="the subject has a positive impression of the object"),
-    EdgeType(name="DISLIKES", description="the subject has a negative impression of the object"),
-    EdgeType(name="FRIEND_OF", description="the two people are friends", symmetric=True),
-    EdgeType(name="HAS_TITLE", description="the object is the subject's job title or role"),
-    EdgeType(name="SPOUSE_OF", description="the two people are or were married", symmetric=True),
-    EdgeType(name="SIBLING_OF", description="the two people are siblings", symmetric=True),
-    EdgeType(name="PARENT_OF", description="the subject is a parent of the object"),
-    EdgeType(name="RELATIVE_OF", description="the two people are otherwise related", symmetric=True),
-    EdgeType(name="ROOMMATE_OF", description="the two people share a home", symmetric=True),
-    EdgeType(name="SCHOOLMATE_OF", description="the two people went to the same school", symmetric=True),
-    EdgeType(name="NEIGHBOR_OF", description="the two people are neighbors", symmetric=True),
-    EdgeType(name="ACQUAINTANCE_OF", description="the two people know each other", symmetric=True),
-    EdgeType(name="VISITED", description="the subject visited the object (a place)"),
-    EdgeType(name="LIVES_IN", description="the subject lives or lived in the object (a place)"),
-    EdgeType(
-        name="WORKS_FOR_OR_MEMBER_OF", description="the subject works for or belongs to the object (a group)"
-    ),
-    EdgeType(name="BOSS_OF", description="the subject is the boss of the object"),
-    EdgeType(name="HAS_CLIENT", description="the object is a client or customer of the subject"),
-    EdgeType(name="WORKS_AT_PLACE", description="the subject works at the object (a place)"),
-    EdgeType(name="CREATED_WORK", description="the object is a work the subject made or appears in"),
-    EdgeType(name="HAS_PET", description="the object is the subject's pet"),
-    EdgeType(name="COMES_FROM", description="the subject comes from the object (a place)"),
-    EdgeType(name="ATTENDED_SCHOOL", description="the subject attended the object (a school)"),
-    EdgeType(name="STUDIES", description="the object is the subject's field of study"),
-    EdgeType(name="BORN_IN", description="the subject was born in the object (a place)"),
+_SYMMETRIC: Final[frozenset[str]] = frozenset(
+    {
+        "ALSO_KNOWN_AS",
+        "DATING",
+        "FRIEND_OF",
+        "SPOUSE_OF",
+        "SIBLING_OF",
+        "RELATIVE_OF",
+        "ROOMMATE_OF",
+        "SCHOOLMATE_OF",
+        "NEIGHBOR_OF",
+        "ACQUAINTANCE_OF",
+    }
 )
-_SYMMETRIC: Final[frozenset[str]] = frozenset(t.name for t in EDGE_TYPES if t.symmetric)
+EDGE_TYPES: Final[tuple[EdgeType, ...]] = edge_types(
+    {
+        "ALSO_KNOWN_AS": "both names refer to the same person",
+        "DATING": "the two people are or were romantically involved",
+        "LIKES": "the subject has a positive impression of the object",
+        "DISLIKES": "the subject has a negative impression of the object",
+        "FRIEND_OF": "the two people are friends",
+        "HAS_TITLE": "the object is the subject's job title or role",
+        "SPOUSE_OF": "the two people are or were married",
+        "SIBLING_OF": "the two people are siblings",
+        "PARENT_OF": "the subject is a parent of the object",
+        "RELATIVE_OF": "the two people are otherwise related",
+        "ROOMMATE_OF": "the two people share a home",
+        "SCHOOLMATE_OF": "the two people went to the same school",
+        "NEIGHBOR_OF": "the two people are neighbors",
+        "ACQUAINTANCE_OF": "the two people know each other",
+        "VISITED": "the subject visited the object (a place)",
+        "LIVES_IN": "the subject lives or lived in the object (a place)",
+        "WORKS_FOR_OR_MEMBER_OF": "the subject works for or belongs to the object (a group)",
+        "BOSS_OF": "the subject is the boss of the object",
+        "HAS_CLIENT": "the object is a client or customer of the subject",
+        "WORKS_AT_PLACE": "the subject works at the object (a place)",
+        "CREATED_WORK": "the object is a work the subject made or appears in",
+        "HAS_PET": "the object is the subject's pet",
+        "COMES_FROM": "the subject comes from the object (a place)",
+        "ATTENDED_SCHOOL": "the subject attended the object (a school)",
+        "STUDIES": "the object is the subject's field of study",
+        "BORN_IN": "the subject was born in the object (a place)",
+    },
+    symmetric=_SYMMETRIC,
+)
 ALIASES: Final[dict[str, list[str]]] = {
     "ALSO_KNOWN_AS": ["SAME_AS", "ALIAS_OF", "ALTERNATE_NAME"],
     "DATING": ["GIRLFRIEND_OF", "BOYFRIEND_OF", "IN_RELATIONSHIP_WITH", "DATES"],

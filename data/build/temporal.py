@@ -26,6 +26,7 @@ from edgewise.data.build.common import (
     split_sentences,
     word_count,
 )
+from edgewise.data.build.vocabulary import edge_types
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
 TEMPREASON: Final[str] = "tempreason"
@@ -47,47 +48,33 @@ class Fact(NamedTuple):
     end: DatedValue | None
 
 
-EDGE_TYPES: Final[tuple[EdgeType, ...]] = (
-    EdgeType(
-        name="PLAYS_FOR", description="the subject (an athlete) plays or played for the object (a team)"
-    ),
-    EdgeType(name="WORKS_FOR", description="the subject is or was employed by the object"),
-    EdgeType(
-        name="HOLDS_POSITION", description="the subject holds or held the object (a position or office)"
-    ),
-    EdgeType(name="CHAIR_OF", description="the subject chairs or chaired the object (an organization)"),
-    EdgeType(name="HEAD_COACH_OF", description="the subject is or was head coach of the object (a team)"),
-    EdgeType(name="ATTENDED", description="the subject studied at the object (a school or university)"),
-    EdgeType(name="MEMBER_OF", description="the subject is or was a member of the object (a group)"),
-    EdgeType(
-        name="MEMBER_OF_POLITICAL_PARTY", description="the subject is or was a member of the object (a party)"
-    ),
-    EdgeType(
-        name="HEAD_OF_GOVERNMENT_OF",
-        description="the subject is or was mayor, premier or other head of government of the object",
-    ),
-    EdgeType(name="OWNED_BY", description="the subject is or was owned by the object"),
-    EdgeType(name="SPOUSE_OF", description="the two people are or were married", symmetric=True),
-    EdgeType(
-        name="WORKS_AT", description="the subject works or worked at the object (a place or institution)"
-    ),
-    EdgeType(name="LIVES_IN", description="the subject lives or lived in the object (a place)"),
-    EdgeType(name="CITIZEN_OF", description="the subject is or was a citizen of the object (a country)"),
-    EdgeType(name="DIRECTOR_OF", description="the subject directs or directed the object (an organization)"),
-    EdgeType(name="CEO_OF", description="the subject is or was chief executive of the object"),
-    EdgeType(
-        name="PARENT_ORGANIZATION", description="the object is or was the parent organization of the subject"
-    ),
-    EdgeType(
-        name="OPERATED_BY", description="the subject (a ship, line, site) is or was operated by the object"
-    ),
-    EdgeType(
-        name="PLAYS_IN_LEAGUE", description="the subject (a team) plays or played in the object (a league)"
-    ),
-    EdgeType(name="HEADQUARTERED_IN", description="the subject has or had its headquarters in the object"),
-    EdgeType(name="PRESENTER_OF", description="the subject presents or presented the object (a show)"),
-    EdgeType(name="HOME_VENUE", description="the object is or was the home ground of the subject (a team)"),
-    EdgeType(name="RECORD_LABEL", description="the subject (an artist) is or was signed to the object"),
+EDGE_TYPES: Final[tuple[EdgeType, ...]] = edge_types(
+    {
+        "PLAYS_FOR": "the subject (an athlete) plays or played for the object (a team)",
+        "WORKS_FOR": "the subject is or was employed by the object",
+        "HOLDS_POSITION": "the subject holds or held the object (a position or office)",
+        "CHAIR_OF": "the subject chairs or chaired the object (an organization)",
+        "HEAD_COACH_OF": "the subject is or was head coach of the object (a team)",
+        "ATTENDED": "the subject studied at the object (a school or university)",
+        "MEMBER_OF": "the subject is or was a member of the object (a group)",
+        "MEMBER_OF_POLITICAL_PARTY": "the subject is or was a member of the object (a party)",
+        "HEAD_OF_GOVERNMENT_OF": "the subject is or was mayor, premier or other head of government of the object",
+        "OWNED_BY": "the subject is or was owned by the object",
+        "SPOUSE_OF": "the two people are or were married",
+        "WORKS_AT": "the subject works or worked at the object (a place or institution)",
+        "LIVES_IN": "the subject lives or lived in the object (a place)",
+        "CITIZEN_OF": "the subject is or was a citizen of the object (a country)",
+        "DIRECTOR_OF": "the subject directs or directed the object (an organization)",
+        "CEO_OF": "the subject is or was chief executive of the object",
+        "PARENT_ORGANIZATION": "the object is or was the parent organization of the subject",
+        "OPERATED_BY": "the subject (a ship, line, site) is or was operated by the object",
+        "PLAYS_IN_LEAGUE": "the subject (a team) plays or played in the object (a league)",
+        "HEADQUARTERED_IN": "the subject has or had its headquarters in the object",
+        "PRESENTER_OF": "the subject presents or presented the object (a show)",
+        "HOME_VENUE": "the object is or was the home ground of the subject (a team)",
+        "RECORD_LABEL": "the subject (an artist) is or was signed to the object",
+    },
+    symmetric={"SPOUSE_OF"},
 )
 ALIASES: Final[dict[str, list[str]]] = {
     "PLAYS_FOR": ["PLAYED_FOR", "MEMBER_OF_SPORTS_TEAM", "MEMBER_OF_TEAM"],
