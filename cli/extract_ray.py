@@ -28,7 +28,7 @@ from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.cli.options import config_from_args
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
-from edgewise.runtime.lm import LMConfig, LMConfigError, build_lm
+from edgewise.runtime.lm import API_KEY_ENV, LMConfig, LMConfigError, build_lm
 
 DEFAULT_ACTORS: Final = 2
 # Reading a chunk of lines takes a millisecond: a few read tasks at a time, each holding a sliver of
@@ -39,7 +39,6 @@ READ_TASKS: Final = 2
 # (Ray Data's own default is to give up at the first).
 ACTOR_START_DEATHS: Final = 3
 MISSING_RAY: Final = "--engine ray needs Ray: pip install 'edgewise[ray]' (ray[data] 2.40 or later)"
-API_KEY_VARIABLE: Final = "EDGEWISE_API_KEY"
 
 
 def import_ray() -> ModuleType:
@@ -82,28 +81,28 @@ def _start_ray(ray: ModuleType, args: argparse.Namespace, config: LMConfig) -> b
     when Ray starts; an existing cluster's workers have their own environment, and the key is never
     sent in a task, so there it must be set on the workers.
     """
-    key_elsewhere = bool(config.api_key) and config.api_key != os.environ.get(API_KEY_VARIABLE)
+    key_elsewhere = bool(config.api_key) and config.api_key != os.environ.get(API_KEY_ENV)
     if args.address or ray.is_initialized():
         if key_elsewhere:
             raise LMConfigError(
                 f"--api-key cannot reach the workers of a running Ray cluster (a key is never sent in a "
-                f"task): set {API_KEY_VARIABLE} or the provider's variable in the workers' environment"
+                f"task): set {API_KEY_ENV} or the provider's variable in the workers' environment"
             )
         if ray.is_initialized():
             return False
         ray.init(address=args.address, log_to_driver=False, logging_level=logging.WARNING)
         return True
-    previous = os.environ.get(API_KEY_VARIABLE)
+    previous = os.environ.get(API_KEY_ENV)
     if key_elsewhere:
-        os.environ[API_KEY_VARIABLE] = str(config.api_key)
+        os.environ[API_KEY_ENV] = str(config.api_key)
     try:
         ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     finally:
         if key_elsewhere:
             if previous is None:
-                os.environ.pop(API_KEY_VARIABLE, None)
+                os.environ.pop(API_KEY_ENV, None)
             else:
-                os.environ[API_KEY_VARIABLE] = previous
+                os.environ[API_KEY_ENV] = previous
     return True
 
 

@@ -36,6 +36,8 @@ _PLACEHOLDER_KEY: Final = "not-needed"
 LOCAL_TIMEOUT_S: Final = 900.0
 MAX_LIST_ITEMS: Final = 12
 MAX_STRING_CHARS: Final = 300
+#: The variable an API key is read from when no --api-key is given (Ray workers read it there too).
+API_KEY_ENV: Final = "EDGEWISE_API_KEY"
 
 
 class LMConfigError(ValueError):
@@ -64,7 +66,7 @@ class LMConfig(BaseModel):
         env = {
             "model": os.environ.get("EDGEWISE_MODEL"),
             "api_base": os.environ.get("EDGEWISE_API_BASE"),
-            "api_key": os.environ.get("EDGEWISE_API_KEY"),
+            "api_key": os.environ.get(API_KEY_ENV),
         }
         values = {k: v for k, v in env.items() if v} | {k: v for k, v in overrides.items() if v is not None}
         return cls(**values)

@@ -47,7 +47,7 @@ from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.optimize.programs import BUILTIN_PROGRAMS, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import InputLine, encode_record, parse_episode_line, parse_episode_object
-from edgewise.runtime.lm import LMConfig, build_lm, lm_context
+from edgewise.runtime.lm import API_KEY_ENV, LMConfig, build_lm, lm_context
 
 # Input columns the stage reads besides the episode's own fields.
 RAW_COLUMN: Final = "raw"  # one JSONL line (bytes or text), parsed as `edgewise extract` parses a line
@@ -55,7 +55,6 @@ LINE_COLUMN: Final = "line"  # the row's line number in its file (kept in the re
 SOURCE_COLUMN: Final = "source"  # the file the row came from (kept in the record as "source")
 DEFAULT_SOURCE: Final = "<dataset>"
 # The variable an actor reads its key from (LMConfig.from_env); the provider's own one works as well.
-API_KEY_VARIABLE: Final = "EDGEWISE_API_KEY"
 
 OUTPUT_SCHEMA: Final = pa.schema(
     [
@@ -245,9 +244,9 @@ def check_settings(lm: LMConfig, *, concurrency: int, workers: int, api_bases: S
             "the bundled local model does not run inside Ray actors: give the model servers' URLs "
             "(api_bases / --api-base, e.g. vLLM or llama.cpp servers) or a hosted model"
         )
-    if lm.api_key and lm.api_key != os.environ.get(API_KEY_VARIABLE):
+    if lm.api_key and lm.api_key != os.environ.get(API_KEY_ENV):
         raise ValueError(
-            f"an API key is never sent to Ray workers: set {API_KEY_VARIABLE} (or the provider's own "
+            f"an API key is never sent to Ray workers: set {API_KEY_ENV} (or the provider's own "
             "variable) in the workers' environment and leave LMConfig.api_key unset"
         )
 
