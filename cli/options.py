@@ -12,21 +12,22 @@ from edgewise.cli.flags import above, at_least
 from edgewise.runtime.faults import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S
 from edgewise.runtime.lm import LMConfig, LMConfigError
 
-# The model flags that take a number: (flag, its type and bound, default, meaning, an example value).
-# The help's "(default ...)" is the default itself; None is no limit.
+# The model flags that take a number: (flag, its type and bound, the LMConfig field it sets, meaning,
+# an example value). The default is the field's own, and the help's "(default ...)" states it; None is
+# no limit.
 _NUMBER_FLAGS: Final = (
-    ("--temperature", at_least(0, whole=False), 0.0, "sampling temperature", "0.2"),
+    ("--temperature", at_least(0, whole=False), "temperature", "sampling temperature", "0.2"),
     (
         "--max-tokens",
         at_least(1),
-        1024,
+        "max_tokens",
         "reply token limit per call; bounds a small model that loops",
         "2048",
     ),
     (
         "--max-retries",
         at_least(0),
-        3,
+        "num_retries",
         (
             "retries per model request on rate limits, 5xx, timeouts, dropped connections and 2xx "
             "replies that are not JSON; exponential backoff with jitter, Retry-After honoured"
@@ -36,7 +37,7 @@ _NUMBER_FLAGS: Final = (
     (
         "--retry-backoff",
         above(0),
-        DEFAULT_BACKOFF_BASE_S,
+        "retry_base_s",
         (
             "backoff scale in seconds when the provider gives no Retry-After: retry n waits between half "
             f"and all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s"
@@ -46,11 +47,11 @@ _NUMBER_FLAGS: Final = (
     (
         "--max-rps",
         above(0),
-        None,
+        "max_rps",
         "at most this many model requests a second, retries included, shared by all workers",
         "5",
     ),
-    ("--timeout", above(0), 120.0, "seconds per LM request", "30"),
+    ("--timeout", above(0), "timeout_s", "seconds per LM request", "30"),
 )
 
 
@@ -72,7 +73,8 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
         help="API key for the model or server (default: $EDGEWISE_API_KEY, then the provider's own variable). "
         "Example: --api-key sk-...",
     )
-    for flag, number, default, meaning, example in _NUMBER_FLAGS:
+    for flag, number, field, meaning, example in _NUMBER_FLAGS:
+        default = LMConfig.model_fields[field].default
         shown = "(default: no limit)" if default is None else f"(default {default:g})"
         group.add_argument(
             flag, type=number, default=default, help=f"{meaning} {shown}. Example: {flag} {example}"
@@ -97,13 +99,8 @@ _FLAG_OF_FIELD: Final = {
     "model": "--model",
     "api_base": "--api-base",
     "api_key": "--api-key",
-    "temperature": "--temperature",
-    "max_tokens": "--max-tokens",
-    "num_retries": "--max-retries",
-    "timeout_s": "--timeout",
-    "max_rps": "--max-rps",
-    "retry_base_s": "--retry-backoff",
     "response_format": "--response-format",
+    **{field: flag for flag, _type, field, _meaning, _example in _NUMBER_FLAGS},
 }
 
 
