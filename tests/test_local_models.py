@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -201,6 +202,33 @@ def test_the_local_extra_holds_exactly_the_models_said_to_be_in_it() -> None:
         "optional-dependencies"]["local"])  # fmt: skip
     in_extra = {name for name, spec in MODELS.items() if set(spec.requirements) <= extra}
     assert in_extra == local_models.LOCAL_EXTRA_MODELS
+
+
+def test_the_registry_file_is_package_data() -> None:
+    """The module reads its models from the file at import, so a wheel must carry it."""
+    import tomllib
+
+    package_data = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"][
+        "setuptools"]["package-data"]  # fmt: skip
+    assert local_models.REGISTRY_FILE.name in package_data["edgewise.runtime"]
+    assert local_models.read_registry(local_models.REGISTRY_FILE) == MODELS
+
+
+def test_a_registry_entry_with_an_unknown_field_is_named_with_its_file(tmp_path: Path) -> None:
+    entry = {
+        "name": "tiny", "title": "Tiny", "file_name": "tiny.gguf", "sha256": "0" * 64, "size_bytes": 1,
+        "ctx_size": 512, "license": "MIT",
+        "numbered_parts": {"package_prefix": "tiny_part", "distribution_prefix": "tiny-part", "version": "1", "count": 2},
+    }  # fmt: skip
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps([entry]))
+    assert [part.path for part in local_models.read_registry(registry)["tiny"].parts] == [
+        "data/part01.bin",
+        "data/part02.bin",
+    ]
+    registry.write_text(json.dumps([{**entry, "pip_flag": "--no-deps"}]))
+    with pytest.raises(LocalModelError, match=r"registry\.json: model 0 \('tiny'\).*\npip_flag\n"):
+        local_models.read_registry(registry)
 
 
 def test_cli_list_and_assemble_report_install_state(
