@@ -36,7 +36,7 @@ from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.intervals import bootstrap_ci
 from edgewise.eval.paired import PairedDifference, paired_on_shared
-from edgewise.eval.records import EpisodeScore, SplitScore
+from edgewise.eval.records import Count, EpisodeScore, SplitScore
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
@@ -75,12 +75,12 @@ class EpisodeRun(BaseModel):
     status: EpisodeStatus
     error: str | None = None
     latency_s: float
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    parse_failures: int = 0
-    warnings: int = 0
+    calls: Count
+    prompt_tokens: Count
+    completion_tokens: Count
+    cached_prompt_tokens: Count
+    parse_failures: Count
+    warnings: Count
     n_gold: int
     n_predicted: int
     tp: int

@@ -7,7 +7,7 @@ can disagree with the counts it comes from.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -21,6 +21,9 @@ from pydantic import (
 from edgewise.signatures.types import Edge, GoldEdge, Granularity
 
 DateField = Literal["validAt", "invalidAt"]
+Count = Annotated[int, Field(default=0)]
+"""A count field of a record: a whole number, 0 unless given (a record written before the count existed
+reads as 0)."""
 
 
 def ratio(num: int, den: int) -> float:
@@ -143,9 +146,9 @@ class _Rates(BaseModel):
 class Counts(_Rates):
     """True positives, false positives and false negatives, with the ratios built from them."""
 
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
+    tp: Count
+    fp: Count
+    fn: Count
 
 
 class EpisodeScore(_Rates):
@@ -160,16 +163,16 @@ class EpisodeScore(_Rates):
     episode_id: str
     source: str
     exhaustive: bool = True
-    n_gold: int = 0
-    n_predicted: int = 0
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    pair_tp: int = 0
-    pair_fp: int = 0
-    pair_fn: int = 0
-    valid_at_right: int = 0
-    invalid_at_right: int = 0
+    n_gold: Count
+    n_predicted: Count
+    tp: Count
+    fp: Count
+    fn: Count
+    pair_tp: Count
+    pair_fp: Count
+    pair_fn: Count
+    valid_at_right: Count
+    invalid_at_right: Count
     per_type: dict[str, TypeCounts] = Field(default_factory=dict)
     missed: tuple[MissedEdge, ...] = ()
     spurious: tuple[SpuriousEdge, ...] = ()
