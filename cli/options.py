@@ -9,7 +9,7 @@ from typing import Final
 from pydantic import ValidationError
 
 from edgewise.cli.flags import above, at_least
-from edgewise.runtime.faults import DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S
+from edgewise.runtime.faults import DEFAULT_RETRY_POLICY
 from edgewise.runtime.lm import LMConfig, LMConfigError
 
 # The model flags that take a number: (flag, its type and bound, the LMConfig field it sets, meaning,
@@ -40,7 +40,7 @@ _NUMBER_FLAGS: Final = (
         "retry_base_s",
         (
             "backoff scale in seconds when the provider gives no Retry-After: retry n waits between half "
-            f"and all of this times 2**n, at most {DEFAULT_BACKOFF_CAP_S:g} s"
+            f"and all of this times 2**n, at most {DEFAULT_RETRY_POLICY.cap_s:g} s"
         ),
         "0.5",
     ),
@@ -116,7 +116,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             num_retries=args.max_retries,
             timeout_s=args.timeout,
             max_rps=getattr(args, "max_rps", None),
-            retry_base_s=getattr(args, "retry_backoff", DEFAULT_BACKOFF_BASE_S),
+            retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
             response_format=args.response_format,
             cache=not getattr(args, "no_cache", False),
         )

@@ -47,11 +47,6 @@ T = TypeVar("T")
 
 logger = logging.getLogger("edgewise.faults")
 
-DEFAULT_MAX_RETRIES: Final = 3
-DEFAULT_BACKOFF_BASE_S: Final = 1.0
-DEFAULT_BACKOFF_CAP_S: Final = 30.0
-# A provider asking for a longer pause than this ends the retries: waiting that long is the caller's call.
-DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
 # Jitter added on top of a Retry-After hint, as a share of the hint, so that the clients a provider
 # throttled together do not all come back in the same instant.
 _RETRY_AFTER_JITTER: Final = 0.1
@@ -158,10 +153,12 @@ class RetryPolicy(NamedTuple):
     the retries at once rather than hold a worker that long.
     """
 
-    max_retries: int = DEFAULT_MAX_RETRIES
-    base_s: float = DEFAULT_BACKOFF_BASE_S
-    cap_s: float = DEFAULT_BACKOFF_CAP_S
-    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+    max_retries: int = 3
+    base_s: float = 1.0
+    cap_s: float = 30.0
+    max_retry_after_s: float = 60.0
+    """A provider asking for a longer pause than this (seconds) ends the retries: waiting that long is
+    the caller's call."""
 
     def backoff(self, retry: int, rng: random.Random | None = None) -> float:
         ceiling = min(self.cap_s, self.base_s * 2 ** min(retry, 30))
@@ -184,6 +181,10 @@ class RetryPolicy(NamedTuple):
     def delay(self, error: BaseException, retry: int, rng: random.Random | None = None) -> float | None:
         """Seconds to wait before retry number `retry` after `error`, or None: do not retry."""
         return None if self.gives_up(error, retry) else self.wait(error, retry, rng)
+
+
+DEFAULT_RETRY_POLICY: Final = RetryPolicy()
+"""The retries a request gets unless told otherwise; `LMConfig` and the CLI flags take their defaults here."""
 
 
 class TokenBucket:

@@ -19,9 +19,7 @@ from pydantic import BaseModel, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.runtime.faults import (
-    DEFAULT_BACKOFF_BASE_S,
-    DEFAULT_BACKOFF_CAP_S,
-    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_POLICY,
     RetryPolicy,
     TokenBucket,
     acall_with_retries,
@@ -52,10 +50,10 @@ class LMConfig(BaseModel):
     api_key: str | None = Field(default=None, repr=False, exclude=True)
     temperature: float = 0.0
     max_tokens: int = 1024
-    num_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
+    num_retries: int = Field(default=DEFAULT_RETRY_POLICY.max_retries, ge=0)
     timeout_s: float = 120.0
-    retry_base_s: float = Field(default=DEFAULT_BACKOFF_BASE_S, gt=0)
-    retry_cap_s: float = Field(default=DEFAULT_BACKOFF_CAP_S, gt=0)
+    retry_base_s: float = Field(default=DEFAULT_RETRY_POLICY.base_s, gt=0)
+    retry_cap_s: float = Field(default=DEFAULT_RETRY_POLICY.cap_s, gt=0)
     max_rps: float | None = Field(default=None, gt=0)
     response_format: ResponseFormat = "auto"
     cache: bool = True
@@ -92,7 +90,7 @@ class EdgewiseLM(dspy.LM):
         model: str,
         *,
         response_format: ResponseFormat = "auto",
-        num_retries: int = DEFAULT_MAX_RETRIES,
+        num_retries: int = DEFAULT_RETRY_POLICY.max_retries,
         retry_policy: RetryPolicy | None = None,
         rate_limiter: TokenBucket | None = None,
         **kwargs: Any,
