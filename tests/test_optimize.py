@@ -455,6 +455,17 @@ def test_gold_search_shows_labeled_episodes_as_demos_and_keeps_them_when_dev_imp
     assert paired["episodes"] == len(DEV) and paired["level"] == 0.95
 
 
+def test_the_picked_candidate_is_not_scored_on_dev_a_second_time(tmp_path):
+    lm = ScriptedLM(respond)
+    report = compile_with(tmp_path / "gold", lm, optimizer="gold", gold_demos=1, candidates=1)
+
+    # dev before (2 episodes) and the one candidate on dev (2): no third pass over dev for "after"
+    assert len(lm.calls) == 2 * len(DEV)
+    assert report.after is not None and report.after.edge_f1 == 1.0
+    assert [score.tp for score in report.after.episode_scores] == [2, 2]
+    assert report.usage["after"].calls == 0
+
+
 def test_a_candidate_whose_gain_is_inside_the_noise_does_not_replace_the_uncompiled_program(tmp_path):
     dev = [labeled(i) for i in (4, 5, 6, 7)]
 
