@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -403,3 +405,31 @@ def test_timeqa_list_item_without_its_heading_gives_no_episode() -> None:
         "paras": paras,
     }
     assert timeqa_item_episodes(item) == []
+
+
+def test_each_converter_reads_an_alias_table_of_its_own_types_from_package_data() -> None:
+    """The tables are data beside the converters, so a wheel must carry them; a key that is no gold
+    type of its converter (a typo in the file) would silently give no aliases."""
+    import tomllib
+
+    from edgewise.data.build import dialogre, redocred, temporal, vocabulary
+
+    package_data = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"][
+        "setuptools"]["package-data"]  # fmt: skip
+    assert vocabulary.ALIASES_FILE.name in package_data["edgewise.data.build"]
+    for module in (dialogre, temporal):
+        assert module.ALIASES and set(module.ALIASES) <= {t.name for t in module.EDGE_TYPES}
+    assert redocred.ALIASES and all(re.fullmatch(r"P\d+", rel) for rel in redocred.ALIASES)
+
+
+def test_a_bad_alias_file_or_unknown_converter_is_named(tmp_path: Path) -> None:
+    from edgewise.data.build.vocabulary import type_aliases
+
+    path = tmp_path / "aliases.json"
+    path.write_text('{"dialogre": {"LIKES": "FANCIES"}}')
+    with pytest.raises(ValueError, match=r"(?s)aliases\.json: .*\ndialogre\.LIKES\n"):
+        type_aliases("dialogre", path)
+    path.write_text('{"dialogre": {"LIKES": ["FANCIES"]}}')
+    assert type_aliases("dialogre", path) == {"LIKES": ["FANCIES"]}
+    with pytest.raises(ValueError, match=r"no alias table for 'temporal' \(tables: dialogre\)"):
+        type_aliases("temporal", path)

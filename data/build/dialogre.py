@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from edgewise.data.build.common import FIXED_REFERENCE_TIME, MAX_ENTITIES, MAX_EPISODE_WORDS, word_count
-from edgewise.data.build.vocabulary import edge_types
+from edgewise.data.build.vocabulary import edge_types, type_aliases
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
 SOURCE: Final[str] = "dialogre"
 LICENSE: Final[str] = "DialogRE: non-commercial research purposes only"
 SEED: Final[int] = 20240102
 RAW_FILES: Final[tuple[str, ...]] = ("train", "dev", "test")
+#: Other type names a prediction may use for each gold type.
+ALIASES: Final[dict[str, list[str]]] = type_aliases("dialogre")
 
 
 class Mapping(NamedTuple):
@@ -115,25 +117,6 @@ EDGE_TYPES: Final[tuple[EdgeType, ...]] = edge_types(
     },
     symmetric=_SYMMETRIC,
 )
-ALIASES: Final[dict[str, list[str]]] = {
-    "ALSO_KNOWN_AS": ["SAME_AS", "ALIAS_OF", "ALTERNATE_NAME"],
-    "DATING": ["GIRLFRIEND_OF", "BOYFRIEND_OF", "IN_RELATIONSHIP_WITH", "DATES"],
-    "LIKES": ["POSITIVE_IMPRESSION_OF"],
-    "DISLIKES": ["NEGATIVE_IMPRESSION_OF"],
-    "FRIEND_OF": ["FRIENDS_WITH", "FRIENDS"],
-    "HAS_TITLE": ["WORKS_AS", "HAS_ROLE", "HAS_OCCUPATION"],
-    "SPOUSE_OF": ["MARRIED_TO", "SPOUSE"],
-    "SIBLING_OF": ["SIBLING", "BROTHER_OF", "SISTER_OF"],
-    "PARENT_OF": ["FATHER_OF", "MOTHER_OF", "HAS_CHILD"],
-    "RELATIVE_OF": ["RELATED_TO", "FAMILY_OF"],
-    "ROOMMATE_OF": ["LIVES_WITH"],
-    "WORKS_FOR_OR_MEMBER_OF": ["WORKS_FOR", "WORKS_AT", "MEMBER_OF", "EMPLOYED_BY"],
-    "BOSS_OF": ["MANAGES", "SUPERVISES"],
-    "WORKS_AT_PLACE": ["WORKS_AT", "WORKS_IN"],
-    "ATTENDED_SCHOOL": ["ATTENDED", "STUDIED_AT"],
-    "HAS_PET": ["OWNS_PET", "OWNS"],
-    "VISITED": ["TRAVELED_TO"],
-}
 _FACT_TEMPLATES: Final[dict[str, str]] = {
     "ALSO_KNOWN_AS": "{s} is also called {t}",
     "DATING": "{s} and {t} are romantically involved",

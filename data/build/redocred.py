@@ -28,12 +28,15 @@ from edgewise.data.build.common import (
     slug,
     word_count,
 )
+from edgewise.data.build.vocabulary import type_aliases
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
 SOURCE: Final[str] = "redocred"
 LICENSE: Final[str] = "MIT (Re-DocRED, DocRED); text from Wikipedia, CC BY-SA"
 SEED: Final[int] = 20240101
 RAW_FILES: Final[tuple[str, ...]] = ("dev_revised.json", "test_revised.json")
+#: Other type names a prediction may use for each gold relation (by P-id).
+ALIASES: Final[dict[str, list[str]]] = type_aliases("redocred")
 
 #: Relations whose object is a TIME entity: they become dates of other edges, never edges.
 DATE_RELATIONS: Final[frozenset[str]] = frozenset(
@@ -72,32 +75,6 @@ DATE_ATTACHMENTS: Final[dict[str, frozenset[str]]] = {
 #: Dates of an event that date a person's participation in it (edge object = the event).
 EVENT_DATE_RELATIONS: Final[frozenset[str]] = frozenset({"P585"})
 PARTICIPANT_OF: Final[str] = "P1344"
-
-ALIASES: Final[dict[str, list[str]]] = {
-    "P131": ["LOCATED_IN"],
-    "P17": ["LOCATED_IN_COUNTRY", "IN_COUNTRY"],
-    "P27": ["CITIZEN_OF", "NATIONALITY", "CITIZENSHIP"],
-    "P19": ["BORN_IN"],
-    "P20": ["DIED_IN"],
-    "P26": ["MARRIED_TO", "SPOUSE_OF"],
-    "P3373": ["SIBLING_OF"],
-    "P69": ["ATTENDED", "STUDIED_AT"],
-    "P108": ["WORKS_FOR", "EMPLOYED_BY", "WORKS_AT"],
-    "P54": ["PLAYS_FOR", "PLAYED_FOR"],
-    "P102": ["MEMBER_OF_PARTY"],
-    "P1344": ["PARTICIPATED_IN", "COMPETED_IN"],
-    "P175": ["PERFORMED_BY"],
-    "P50": ["WRITTEN_BY", "AUTHORED_BY"],
-    "P57": ["DIRECTED_BY"],
-    "P86": ["COMPOSED_BY"],
-    "P159": ["HEADQUARTERED_IN"],
-    "P551": ["LIVES_IN", "RESIDES_IN"],
-    "P264": ["SIGNED_TO"],
-    "P166": ["RECEIVED_AWARD", "WON"],
-    "P749": ["SUBSIDIARY_OF"],
-    "P161": ["STARS"],
-    "P740": ["FORMED_IN"],
-}
 
 #: Labels read "subject <label> object" ("part of", "owned by"); the rest read "the object is the
 #: <label> of the subject" ("father", "country"). Overrides cover the labels neither reading fits.

@@ -26,13 +26,21 @@ from edgewise.data.build.common import (
     split_sentences,
     word_count,
 )
-from edgewise.data.build.vocabulary import edge_types
+from edgewise.data.build.vocabulary import edge_types, type_aliases
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
-TEMPREASON: Final[str] = "tempreason"
-TIMEQA: Final[str] = "timeqa"
-TEMPREASON_LICENSE: Final[str] = "TempReason CC BY-SA 3.0 (via TimeBench, MIT); text from Wikipedia"
-TIMEQA_LICENSE: Final[str] = "TimeQA BSD-3-Clause; text from Wikipedia, CC BY-SA"
+
+class Source(NamedTuple):
+    """One of the two sources: its name (the episodes' `source` and id prefix) and their license."""
+
+    name: str
+    license: str
+
+
+TEMPREASON: Final = Source("tempreason", "TempReason CC BY-SA 3.0 (via TimeBench, MIT); text from Wikipedia")
+TIMEQA: Final = Source("timeqa", "TimeQA BSD-3-Clause; text from Wikipedia, CC BY-SA")
+#: Other type names a prediction may use for each gold type.
+ALIASES: Final[dict[str, list[str]]] = type_aliases("temporal")
 SEED: Final[int] = 20240103
 #: At most this many episodes from one page, so a few long pages do not fill the source.
 MAX_EPISODES_PER_PAGE: Final[int] = 3
@@ -76,29 +84,6 @@ EDGE_TYPES: Final[tuple[EdgeType, ...]] = edge_types(
     },
     symmetric={"SPOUSE_OF"},
 )
-ALIASES: Final[dict[str, list[str]]] = {
-    "PLAYS_FOR": ["PLAYED_FOR", "MEMBER_OF_SPORTS_TEAM", "MEMBER_OF_TEAM"],
-    "WORKS_FOR": ["EMPLOYED_BY", "WORKS_AT", "EMPLOYER"],
-    "HOLDS_POSITION": ["POSITION_HELD", "SERVED_AS", "HAS_POSITION", "HELD_POSITION"],
-    "CHAIR_OF": ["CHAIRS", "CHAIRPERSON_OF", "PRESIDENT_OF", "LEADS"],
-    "HEAD_COACH_OF": ["COACHES", "COACH_OF", "MANAGES", "MANAGER_OF"],
-    "ATTENDED": ["EDUCATED_AT", "STUDIED_AT"],
-    "MEMBER_OF_POLITICAL_PARTY": ["MEMBER_OF", "MEMBER_OF_PARTY"],
-    "HEAD_OF_GOVERNMENT_OF": ["MAYOR_OF", "LEADS", "GOVERNS", "HEAD_OF_GOVERNMENT"],
-    "SPOUSE_OF": ["MARRIED_TO", "SPOUSE"],
-    "WORKS_AT": ["WORKS_FOR", "EMPLOYED_BY", "WORK_LOCATION", "WORKS_IN"],
-    "LIVES_IN": ["RESIDES_IN", "RESIDENCE"],
-    "CITIZEN_OF": ["COUNTRY_OF_CITIZENSHIP", "NATIONALITY"],
-    "DIRECTOR_OF": ["DIRECTS", "MANAGES", "LEADS", "HEAD_OF"],
-    "CEO_OF": ["LEADS", "HEAD_OF", "DIRECTOR_OF"],
-    "PARENT_ORGANIZATION": ["SUBSIDIARY_OF", "OWNED_BY", "PART_OF"],
-    "OPERATED_BY": ["OPERATOR"],
-    "PLAYS_IN_LEAGUE": ["LEAGUE", "MEMBER_OF", "COMPETES_IN"],
-    "HEADQUARTERED_IN": ["HEADQUARTERS_LOCATION", "LOCATED_IN", "BASED_IN"],
-    "PRESENTER_OF": ["HOSTS", "HOST_OF", "PRESENTS"],
-    "HOME_VENUE": ["PLAYS_AT", "HOME_GROUND"],
-    "RECORD_LABEL": ["SIGNED_TO"],
-}
 
 #: TempReason's fact sentences: "<subject> <predicate> <object> from <Mon, YYYY> to <Mon, YYYY>."
 TEMPREASON_PREDICATES: Final[dict[str, str]] = {
@@ -271,8 +256,7 @@ def _place(fact: Fact, page: str, text: str) -> _Placed | None:
 
 
 def _window_episodes(
-    source: str,
-    license_text: str,
+    source: Source,
     page: str,
     page_key: str,
     sentences: list[str],
@@ -299,9 +283,7 @@ def _window_episodes(
             continue
         taken |= set(range(start, end))
         used_facts |= {p.fact for p in placed}
-        episodes.append(
-            _episode(source, license_text, page, page_key, sentences, start, end, placed, edge_types)
-        )
+        episodes.append(_episode(source, page, page_key, sentences, start, end, placed, edge_types))
     return sorted(episodes, key=lambda e: e.id)
 
 
@@ -333,8 +315,7 @@ def _first_window(
 
 
 def _episode(
-    source: str,
-    license_text: str,
+    source: Source,
     page: str,
     page_key: str,
     sentences: list[str],
@@ -372,9 +353,9 @@ def _episode(
             ),
         )
     return LabeledEpisode(
-        id=f"{source}-{page_key}-s{start}",
-        source=source,
-        license=license_text,
+        id=f"{source.name}-{page_key}-s{start}",
+        source=source.name,
+        license=source.license,
         exhaustive=False,
         episode_content=content,
         previous_episodes=previous,
@@ -433,9 +414,7 @@ def tempreason_episodes(title: str, text: str, facts: Iterable[Fact]) -> list[La
         facts,
         key=lambda f: (f.start.value, f.subject, f.type_name, f.obj, f.end.value if f.end else f.start.value),
     )
-    return _window_episodes(
-        TEMPREASON, TEMPREASON_LICENSE, title, slug(title), split_sentences(text), ordered, list(EDGE_TYPES)
-    )
+    return _window_episodes(TEMPREASON, title, slug(title), split_sentences(text), ordered, list(EDGE_TYPES))
 
 
 def _sample(episodes: list[LabeledEpisode], count: int) -> list[LabeledEpisode]:
@@ -515,9 +494,7 @@ def timeqa_item_episodes(item: dict[str, Any]) -> list[LabeledEpisode]:
     title, sentences, facts, anchors = timeqa_page(item)
     if not facts:
         return []
-    return _window_episodes(
-        TIMEQA, TIMEQA_LICENSE, title, slug(title), sentences, facts, list(EDGE_TYPES), anchors
-    )
+    return _window_episodes(TIMEQA, title, slug(title), sentences, facts, list(EDGE_TYPES), anchors)
 
 
 def build_timeqa_episodes(raw_dir: Path, count: int = 85) -> list[LabeledEpisode]:
