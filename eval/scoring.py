@@ -32,20 +32,10 @@ from functools import lru_cache
 from itertools import starmap
 from typing import Any, Final, NamedTuple
 
+from edgewise.eval import records
 from edgewise.eval.dates import same_date
 from edgewise.eval.matching import EpisodeViews, episode_views, match_edges
-from edgewise.eval.records import (
-    Counts,
-    EpisodeScore,
-    MissedEdge,
-    MistypedEdge,
-    ReversedEdge,
-    SplitScore,
-    SpuriousEdge,
-    TypeCounts,
-    WrongDate,
-    f1_of,
-)
+from edgewise.eval.records import Counts, EpisodeScore, SplitScore, TypeCounts, f1_of
 from edgewise.signatures.types import Edge, GoldEdge, LabeledEpisode
 
 
@@ -78,12 +68,12 @@ def _judge_matches(
     predicted: Sequence[Edge],
     g_kind: list[str],
     per_type: dict[str, list[int]],
-) -> tuple[int, int, list[WrongDate]]:
+) -> tuple[int, int, list[records.WrongDate]]:
     """Count each match as a TP of its gold type and judge its dates, in one pass over the matches.
 
     Returns the right validAt and invalidAt counts and a record per wrong date.
     """
-    wrong: list[WrongDate] = []
+    wrong: list[records.WrongDate] = []
     valid_right = invalid_right = 0
     for p, g in matched.items():
         _count(per_type, g_kind[g], 0)
@@ -93,14 +83,16 @@ def _judge_matches(
             valid_right += 1
         else:
             wrong.append(
-                WrongDate(predicted=pe, gold=ge, field="validAt", granularity=ge.valid_at_granularity)
+                records.WrongDate(predicted=pe, gold=ge, field="validAt", granularity=ge.valid_at_granularity)
             )
         gold_at, pred_at = ge.invalid_at, pe.invalid_at
         if (pred_at is None) if gold_at is None else same_date(gold_at, ge.invalid_at_granularity, pred_at):
             invalid_right += 1
         else:
             wrong.append(
-                WrongDate(predicted=pe, gold=ge, field="invalidAt", granularity=ge.invalid_at_granularity)
+                records.WrongDate(
+                    predicted=pe, gold=ge, field="invalidAt", granularity=ge.invalid_at_granularity
+                )
             )
     return valid_right, invalid_right, wrong
 
@@ -155,10 +147,10 @@ class _Mistakes(NamedTuple):
     """How an episode's unmatched edges went wrong, for the reader, and the false positives they count."""
 
     fp: int
-    missed: tuple[MissedEdge, ...]
-    spurious: tuple[SpuriousEdge, ...]
-    reversed: tuple[ReversedEdge, ...]
-    mistyped: tuple[MistypedEdge, ...]
+    missed: tuple[records.MissedEdge, ...]
+    spurious: tuple[records.SpuriousEdge, ...]
+    reversed: tuple[records.ReversedEdge, ...]
+    mistyped: tuple[records.MistypedEdge, ...]
     ignored: tuple[Edge, ...]
 
 
@@ -187,9 +179,9 @@ def _mistakes(
         s, t, kind = p_src[p], p_tgt[p], p_kind[p]
         return (kind, t, s) if kind in symmetric and t < s else (kind, s, t)
 
-    spurious: list[SpuriousEdge] = []
-    reversed_: list[ReversedEdge] = []
-    mistyped: list[MistypedEdge] = []
+    spurious: list[records.SpuriousEdge] = []
+    reversed_: list[records.ReversedEdge] = []
+    mistyped: list[records.MistypedEdge] = []
     ignored: list[Edge] = []
     explained_golds: set[int] = set()
     fp = 0
@@ -206,26 +198,26 @@ def _mistakes(
             is_reversed, g = how
             explained_golds.add(g)
             if is_reversed:
-                reversed_.append(ReversedEdge(predicted=pe, gold=golds[g], counted=counted))
+                reversed_.append(records.ReversedEdge(predicted=pe, gold=golds[g], counted=counted))
             else:
-                mistyped.append(MistypedEdge(predicted=pe, gold=golds[g], counted=counted))
+                mistyped.append(records.MistypedEdge(predicted=pe, gold=golds[g], counted=counted))
         elif counted:
             if seen_keys is None:
                 seen_keys = {pred_key(q) for q in matched}
             key = pred_key(p)
-            spurious.append(SpuriousEdge(predicted=pe, duplicate=key in seen_keys))
+            spurious.append(records.SpuriousEdge(predicted=pe, duplicate=key in seen_keys))
             seen_keys.add(key)
         else:
             ignored.append(pe)
 
-    missed: list[MissedEdge] = []
+    missed: list[records.MissedEdge] = []
     g_kind = v.g_kind
     for g, ge in enumerate(golds):
         if g in matched_golds:
             continue
         _count(per_type, g_kind[g], 2)
         if g not in explained_golds:
-            missed.append(MissedEdge(gold=ge))
+            missed.append(records.MissedEdge(gold=ge))
     return _Mistakes(fp, tuple(missed), tuple(spurious), tuple(reversed_), tuple(mistyped), tuple(ignored))
 
 
