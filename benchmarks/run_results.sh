@@ -15,7 +15,8 @@
 #   6. bench the 1.5B on test-150: seed-structured, default, compiled; paired against default
 #   7. bench the 0.5B on test-150: seed-structured, default, compiled; paired against default
 #   8. MIPROv2 on the 1.5B within a budget sized to an hour (train, dev), then its program on smoke
-# Set STEPS="4 6" (for example) to run only some steps.
+# Set STEPS="4 6" (for example) to run only some steps; GOLD_CANDIDATES (default 3) sizes steps 4-5,
+# BENCH_PROGRAMS (default seed-structured,default) the uncompiled programs of steps 6-7.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/results}
@@ -64,11 +65,11 @@ if want 3; then
 fi
 
 compile_gold() {  # model name
-  "$EDGEWISE" optimize --model "$1" --optimizer gold --gold-demos 5 --demo-tokens 2500 --candidates 3 \
+  "$EDGEWISE" optimize --model "$1" --optimizer gold --gold-demos 5 --demo-tokens 2500 --candidates "${GOLD_CANDIDATES:-3}" \
     --train train --dev "$OUT/dev-40.jsonl" --seed 0 --out "$COMPILED/$2" > "$OUT/optimize-$2.log" 2>&1
 }
 bench_test() {  # model compiled out-name
-  "$EDGEWISE" bench --models "$1" --programs "seed-structured,default,$COMPILED/$2" \
+  "$EDGEWISE" bench --models "$1" --programs "${BENCH_PROGRAMS:-seed-structured,default},$COMPILED/$2" \
     --baseline default --data "$OUT/test-150.jsonl" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
 }
 
