@@ -201,31 +201,6 @@ def output_table(done: Sequence[LineRecord], sources: Sequence[str | None]) -> p
     return pa.table(columns, schema=OUTPUT_SCHEMA)
 
 
-def stage_arguments(
-    *,
-    program: str,
-    lm: LMConfig,
-    concurrency: int,
-    api_bases: Sequence[str],
-    workers: int,
-    episode_timeout_s: float | None,
-    reflexion_rounds: int | None,
-    open_types: bool,
-) -> dict[str, Any]:
-    """The constructor arguments every actor gets (what Ray serializes): settings, never a key."""
-    bases = list(api_bases)
-    return {
-        "program": program_source(program),
-        "reflexion_rounds": reflexion_rounds,
-        "open_types": open_types,
-        "settings": lm_settings(lm, concurrency),
-        "api_bases": bases,
-        "endpoint_counter": EndpointCounter.remote() if len(bases) > 1 else None,
-        "episode_timeout_s": episode_timeout_s,
-        "workers": workers,
-    }
-
-
 def batch_rows(workers: int) -> int:
     """The default rows per batch for `workers` episodes at a time in an actor."""
     return max(_MIN_BATCH_ROWS, _BATCH_ROWS_PER_WORKER * workers)
@@ -284,16 +259,18 @@ def extract(
     config = lm or LMConfig.from_env()
     check_settings(config, concurrency=concurrency, workers=workers, api_bases=api_bases)
     resolve_program(program, reflexion_rounds=reflexion_rounds, open_types=open_types)
-    arguments = stage_arguments(
-        program=program,
-        lm=config,
-        concurrency=concurrency,
-        api_bases=api_bases,
-        workers=workers,
-        episode_timeout_s=episode_timeout_s,
-        reflexion_rounds=reflexion_rounds,
-        open_types=open_types,
-    )
+    bases = list(api_bases)
+    # What every actor is constructed with (what Ray serializes): settings, never a key.
+    arguments = {
+        "program": program_source(program),
+        "reflexion_rounds": reflexion_rounds,
+        "open_types": open_types,
+        "settings": lm_settings(config, concurrency),
+        "api_bases": bases,
+        "endpoint_counter": EndpointCounter.remote() if len(bases) > 1 else None,
+        "episode_timeout_s": episode_timeout_s,
+        "workers": workers,
+    }
     return dataset.map_batches(
         EpisodeStage,
         batch_size=batch_size or batch_rows(workers),
