@@ -92,6 +92,18 @@ def synthetic_episodes(count: int) -> list[LabeledEpisode]:
     return episodes
 
 
+def _timed_hooks(kind: str) -> tuple[Callable[..., None], Callable[..., None]]:
+    """A `BaseCallback` start and end hook pair that times the calls of `kind` (`_Timer._start`/`_end`)."""
+
+    def on_start(self: _Timer, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        self._start(call_id, kind)
+
+    def on_end(self: _Timer, call_id: str, outputs: Any, exception: BaseException | None = None) -> None:
+        self._end(call_id, kind)
+
+    return on_start, on_end
+
+
 class _Timer(BaseCallback):
     """Seconds spent inside DSPy LM calls and adapter format/parse, summed over all threads.
 
@@ -118,27 +130,9 @@ class _Timer(BaseCallback):
             with self._lock:
                 self.totals[kind] += time.perf_counter() - started[1]
 
-    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        self._start(call_id, "lm")
-
-    def on_lm_end(self, call_id: str, outputs: Any, exception: BaseException | None = None) -> None:
-        self._end(call_id, "lm")
-
-    def on_adapter_format_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        self._start(call_id, "format")
-
-    def on_adapter_format_end(
-        self, call_id: str, outputs: Any, exception: BaseException | None = None
-    ) -> None:
-        self._end(call_id, "format")
-
-    def on_adapter_parse_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        self._start(call_id, "parse")
-
-    def on_adapter_parse_end(
-        self, call_id: str, outputs: Any, exception: BaseException | None = None
-    ) -> None:
-        self._end(call_id, "parse")
+    on_lm_start, on_lm_end = _timed_hooks("lm")
+    on_adapter_format_start, on_adapter_format_end = _timed_hooks("format")
+    on_adapter_parse_start, on_adapter_parse_end = _timed_hooks("parse")
 
 
 class _TimedServer(MockOpenAIServer):
