@@ -212,7 +212,7 @@ class LocalServer:
         stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         extra_args: tuple[str, ...] = (),
         keep_log: bool = False,
-        speculative: bool = True,
+        speculative: bool | None = None,
     ) -> None:
         self.spec = spec
         self.model_name = spec.name
@@ -224,7 +224,7 @@ class LocalServer:
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.extra_args = tuple(extra_args)
-        self.speculative = speculative
+        self.speculative = spec.speculative if speculative is None else speculative
         self.keep_log = keep_log
         self.port: int | None = None
         self.log_path: Path | None = None
@@ -504,8 +504,9 @@ class LocalServer:
 SPECULATIVE_ARGS: Final = ("--spec-type", "ngram-simple")
 """n-gram speculative decoding: llama-server drafts the next tokens from earlier text of the same
 request (the episode it copies names and facts from, the keys of earlier edges) and checks the draft
-in one batch. At temperature 0 the reply is the same as without it; measured on 2 cores it halves
-the time per episode (benchmarks/local_runtime.py, README "Local runtime")."""
+in one batch. At temperature 0 the reply is the same as without it; it pays where replies repeat
+themselves, so each model's registry entry says whether to use it (`LocalModelSpec.speculative`,
+measured with benchmarks/local_runtime.py, README "Local runtime")."""
 
 
 def speculative_args(binary: ServerBinary) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from edgewise.runtime.llama_runtimes import (
     missing_families,
     read_verdict,
 )
-from edgewise.runtime.local_models import LocalModelSpec, ModelPart
+from edgewise.runtime.local_models import MODELS, LocalModelSpec, ModelPart
 from edgewise.runtime.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
 
 FAKE_SERVER = Path(__file__).with_name("fake_llama_server.py")
@@ -209,3 +210,17 @@ def test_speculative_decoding_only_where_the_binary_knows_it(tmp_path: Path) -> 
     older = ServerBinary(fake_binary(tmp_path / "old", "ok"), {}, "PATH")
     assert speculative_args(knows) == ("--spec-type", "ngram-simple")
     assert speculative_args(older) == ()
+
+
+def test_speculative_decoding_is_each_models_own_setting(spec: LocalModelSpec, tmp_path: Path) -> None:
+    knows = ServerBinary(fake_binary(tmp_path, "ok", help_text="--spec-type none,ngram-simple"), {}, "PATH")
+
+    def command(model: LocalModelSpec, **options: bool) -> list[str]:
+        server = LocalServer(model, server_binary=knows, **options)
+        server.binary = knows
+        return server.command(tmp_path / "model.gguf", 8080)
+
+    assert "--spec-type" not in command(replace(spec, speculative=False))
+    assert "--spec-type" in command(replace(spec, speculative=True))
+    assert "--spec-type" not in command(replace(spec, speculative=True), speculative=False)
+    assert MODELS["qwen2.5-coder-0.5b"].speculative and not MODELS["qwen2.5-coder-1.5b"].speculative
