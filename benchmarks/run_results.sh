@@ -4,8 +4,9 @@
 #   bash benchmarks/run_results.sh [OUT_DIR]      # default runs/results
 #
 # Steps, each logged to OUT_DIR/<step>.log, progress in OUT_DIR/progress.txt:
-#   1. samples: dev-40 (40 dev episodes stratified by source, seed 0) for levers and selection, and
-#      test-150 (every conversational test episode and 97 more stratified by source, seed 0)
+#   1. samples: dev-40 (40 dev episodes stratified by source, seed 0) for levers and selection,
+#      test-150 (every conversational test episode and 97 more stratified by source, seed 0) and
+#      test-conversational (its 53 conversational episodes)
 #   2. program levers on dev-40, 1.5B: the default, the compact reply shape, dates as the text's words
 #   3. local runtime on the 16 conversational dev episodes: today's prebuilt runtime (seed input order,
 #      legacy reply) vs the host build, with and without n-gram speculative decoding, for both models
@@ -16,7 +17,8 @@
 #   7. bench the 0.5B on test-150: seed-structured, default, compiled; paired against default
 #   8. MIPROv2 on the 1.5B within a budget sized to an hour (train, dev), then its program on smoke
 # Set STEPS="4 6" (for example) to run only some steps; GOLD_CANDIDATES (default 3) sizes steps 4-5,
-# BENCH_PROGRAMS (default seed-structured,default) the uncompiled programs of steps 6-7.
+# BENCH_PROGRAMS (default seed-structured,default) the uncompiled programs of steps 6-7, TEST_DATA
+# (default test-150) their sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/results}
@@ -46,6 +48,7 @@ test = load_episodes("test")
 conversational = {e.id for e in test if e.source == "conversational"}
 rest = {e.id for e in stratified_sample([e for e in test if e.id not in conversational], 150 - len(conversational), seed=0)}
 write("test-150", [e for e in test if e.id in conversational | rest])
+write("test-conversational", [e for e in test if e.id in conversational])
 EOF
 fi
 
@@ -68,15 +71,21 @@ compile_gold() {  # model name
   "$EDGEWISE" optimize --model "$1" --optimizer gold --gold-demos 5 --demo-tokens 2500 --candidates "${GOLD_CANDIDATES:-3}" \
     --train train --dev "$OUT/dev-40.jsonl" --seed 0 --out "$COMPILED/$2" > "$OUT/optimize-$2.log" 2>&1
 }
-bench_test() {  # model compiled out-name
+bench_test() {  # model compiled out-name [data: test-150 unless TEST_DATA names another sample]
   "$EDGEWISE" bench --models "$1" --programs "${BENCH_PROGRAMS:-seed-structured,default},$COMPILED/$2" \
-    --baseline default --data "$OUT/test-150.jsonl" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
+    --baseline default --data "$OUT/${TEST_DATA:-test-150}.jsonl" --seed 0 --out "$OUT/$3" > "$OUT/$3.log" 2>&1
 }
 
 if want 4; then log "step 4: compile 1.5B"; compile_gold $S15 qwen2.5-coder-1.5b-gold; fi
 if want 5; then log "step 5: compile 0.5B"; compile_gold $S05 qwen2.5-coder-0.5b-gold; fi
-if want 6; then log "step 6: bench 1.5B on test-150"; bench_test $S15 qwen2.5-coder-1.5b-gold test150-1.5b; fi
-if want 7; then log "step 7: bench 0.5B on test-150"; bench_test $S05 qwen2.5-coder-0.5b-gold test150-0.5b; fi
+if want 6; then
+  log "step 6: bench 1.5B on ${TEST_DATA:-test-150}"
+  bench_test $S15 qwen2.5-coder-1.5b-gold "${TEST_DATA:-test-150}-1.5b"
+fi
+if want 7; then
+  log "step 7: bench 0.5B on ${TEST_DATA:-test-150}"
+  bench_test $S05 qwen2.5-coder-0.5b-gold "${TEST_DATA:-test-150}-0.5b"
+fi
 if want 8; then
   log "step 8: MIPROv2 on the 1.5B, budget sized to an hour"
   "$EDGEWISE" optimize --model $S15 --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-120}" \
