@@ -396,7 +396,7 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_keeps_the_finished_episodes(tmp_p
     assert run["complete"] is False and 1 <= run["episodes_done"] < run["episodes_planned"]
 
 
-@pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-0.5b-bootstrap"])
+@pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-1.5b-gold"])
 def test_open_types_opens_the_module_and_compiled_programs_only(spec):
     from edgewise.optimize.programs import resolve_program
 
