@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.source:
         episodes = [e for e in load_episodes(args.split) if e.source == args.source][: args.limit]
     else:  # every source: a seeded sample stratified by source, as `edgewise bench --limit` takes
-        from edgewise.eval.bench import stratified_sample
+        from edgewise.data.sampling import stratified_sample
 
         episodes = stratified_sample(load_episodes(args.split), args.limit, seed=0)
     done = load_done(args.json, episodes) if args.json else {}

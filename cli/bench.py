@@ -17,7 +17,8 @@ from edgewise.cli.options import (
     config_from_args,
 )
 from edgewise.data.loader import SPLITS
-from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench, stratified_sample
+from edgewise.data.sampling import stratified_sample
+from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode

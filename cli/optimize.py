@@ -15,6 +15,7 @@ from edgewise.optimize.run import (
     DEFAULT_DEMO_THRESHOLD,
     DEFAULT_GOLD_CANDIDATES,
     DEFAULT_MINIBATCH_SIZE,
+    MIN_SELECTION_DEV,
     OPTIMIZERS,
     optimize,
 )
@@ -72,6 +73,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "keep the test split out. Example: --dev data/episodes/dev.jsonl",
     )
     parser.add_argument(
+        "--dev-size",
+        type=int,
+        help="score and select on this many --dev episodes, a sample stratified by source (--seed); "
+        f"default: all of them, or with --budget what it affords (a fifth of it, at least "
+        f"{MIN_SELECTION_DEV}). Example: --dev-size 40",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -117,8 +125,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--budget",
         type=int,
         help="stop the search after this many LM calls (task and teacher models together, cached replies "
-        "included) and keep the best program found; the dev scoring before and after is not counted. "
-        "Example: --budget 500",
+        "included) and keep the best program found; the dev scoring before and after is not counted, and "
+        "sizes the dev sample (see --dev-size). Example: --budget 500",
     )
     add_open_types_argument(parser)
     parser.add_argument(
@@ -236,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
             trials=args.trials,
             demo_threshold=args.demo_threshold,
             log_dir=args.log_dir,
+            dev_size=args.dev_size,
             progress=sys.stderr,
         )
     print(report.summary())

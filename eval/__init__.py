@@ -6,7 +6,6 @@ from edgewise.eval.bench import (
     EpisodeRun,
     RunSummary,
     run_bench,
-    stratified_sample,
 )
 from edgewise.eval.dates import format_date
 from edgewise.eval.feedback import edge_metric, feedback_text, format_edge
@@ -48,5 +47,4 @@ __all__ = [
     "normalize_type",
     "run_bench",
     "score_episode",
-    "stratified_sample",
 ]

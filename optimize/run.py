@@ -27,6 +27,7 @@ from dspy.utils.usage_tracker import UsageTracker
 from tqdm import tqdm
 
 from edgewise.data.loader import load_episodes, resolve, to_examples
+from edgewise.data.sampling import stratified_sample
 from edgewise.eval.feedback import edge_metric
 from edgewise.eval.paired import PairedDifference, paired_difference
 from edgewise.eval.records import EpisodeScore
@@ -416,6 +417,7 @@ class SearchSettings:
     trials: int | None = None
     demo_threshold: float = DEFAULT_DEMO_THRESHOLD
     log_dir: str | None = None
+    dev_size: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -435,6 +437,8 @@ class SearchSettings:
             )
         if self.budget is not None and self.budget < 1:
             raise ValueError("budget must be >= 1 LM call")
+        if self.dev_size is not None and self.dev_size < 1:
+            raise ValueError("dev_size must be >= 1 episode")
         if (self.candidates is None) != (self.trials is None) and self.optimizer == "mipro":
             raise ValueError("mipro: give both candidates and trials (they replace auto), or neither")
 
@@ -453,6 +457,7 @@ class SearchSettings:
             "candidates": self.candidates,
             "trials": self.trials,
             "demo_threshold": self.demo_threshold,
+            "dev_size": self.dev_size,
             "selection": "dev, paired: the compiled program replaces the uncompiled one only when the "
             "paired bootstrap 95% interval of its dev edge-F1 minus the uncompiled one's is above 0",
         }
@@ -566,14 +571,31 @@ def mipro_size(settings: SearchSettings, dev_size: int) -> tuple[int | None, int
     return 3, max(1, spare // minibatch)
 
 
+MIN_SELECTION_DEV: Final = 40
+"""The fewest dev episodes a budgeted run selects on by default: fewer make the paired interval of
+the selection so wide that no candidate can clear it."""
+
+_DEV_SHARE_OF_BUDGET: Final = 0.2
+"""A budgeted run's dev sample is at most this share of `--budget` episodes, so one full dev score
+costs at most a fifth of the search and MIPROv2's two of them leave more than half to its trials."""
+
+
+def selection_dev_size(settings: SearchSettings, dev_size: int) -> int:
+    """How many dev episodes the run scores and selects on: `--dev-size`, else all of dev, or with a
+    `--budget` what it affords (`_DEV_SHARE_OF_BUDGET`), never below `MIN_SELECTION_DEV`."""
+    if settings.dev_size is not None:
+        return min(settings.dev_size, dev_size)
+    if settings.budget is None:
+        return dev_size
+    return min(dev_size, max(MIN_SELECTION_DEV, int(settings.budget * _DEV_SHARE_OF_BUDGET)))
+
+
 def _gepa_valset(settings: SearchSettings, dev: list[dspy.Example]) -> list[dspy.Example]:
     """GEPA scores every new candidate on its whole valset; a budgeted run uses a source-stratified
     part of dev (twice the minibatch size), and the result is scored on all of dev after the search."""
     size = 2 * settings.minibatch_size
     if settings.budget is None or len(dev) <= size:
         return dev
-    from edgewise.eval.bench import stratified_sample
-
     picked = {episode.id for episode in stratified_sample([e.labeled for e in dev], size, seed=settings.seed)}
     return [example for example in dev if example.labeled.id in picked]
 
@@ -688,6 +710,7 @@ def optimize(
     trials: int | None = None,
     demo_threshold: float = DEFAULT_DEMO_THRESHOLD,
     log_dir: str | Path | None = None,
+    dev_size: int | None = None,
     secrets: Sequence[str | None] = (),
     progress: TextIO | None = sys.stderr,
 ) -> OptimizeReport:
@@ -722,15 +745,28 @@ def optimize(
         trials=trials,
         demo_threshold=demo_threshold,
         log_dir=str(log_dir) if log_dir is not None else None,
+        dev_size=dev_size,
     )
     settings.validate()
     train_split, dev_split = load_split(train, "train"), load_split(dev, "dev")
     if not train_split.episodes or not dev_split.episodes:
         raise ValueError("optimize needs at least one train and one dev episode")
+    dev_total = len(dev_split.episodes)
+    dev_used = selection_dev_size(settings, dev_total)
     settings.extra = {
         "train": f"{train_split.name} ({len(train_split.episodes)} episodes)",
-        "dev": f"{dev_split.name} ({len(dev_split.episodes)} episodes)",
+        "dev": f"{dev_split.name} ({dev_total} episodes)"
+        if dev_used == dev_total
+        else f"{dev_split.name} ({dev_used} of {dev_total} episodes, stratified by source, seed {seed})",
     }
+    if dev_used < dev_total:
+        dev_split = dev_split._replace(episodes=stratified_sample(dev_split.episodes, dev_used, seed=seed))
+        _say(
+            progress,
+            f"selecting on {dev_used} of {dev_total} dev episodes, stratified by source (seed {seed}; "
+            + ("--dev-size" if dev_size is not None else f"what --budget {budget} affords")
+            + ")",
+        )
     out_dir = Path(out)
     names = {
         "task_model": public_model_name(task_model or task_lm.model, secrets) or "unknown",

@@ -22,7 +22,8 @@ import edgewise  # noqa: F401  (offline LiteLLM settings before fakes import lit
 from edgewise.cli import bench as bench_cli
 from edgewise.cli import main
 from edgewise.data.loader import load_episodes
-from edgewise.eval import BenchInterrupted, BenchReport, run_bench, stratified_sample
+from edgewise.data.sampling import stratified_sample
+from edgewise.eval import BenchInterrupted, BenchReport, run_bench
 from edgewise.eval.report import COLUMNS, read_errors
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.lm import LMConfig

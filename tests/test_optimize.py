@@ -286,6 +286,7 @@ def test_a_model_that_never_answers_fails_before_the_search(tmp_path):
         ({"optimizer": "bootstrap", "max_demos": 0}, "max_demos must be >= 1"),
         ({"optimizer": "mipro", "candidates": 3}, "give both candidates and trials"),
         ({"optimizer": "bootstrap", "budget": 0}, "budget must be >= 1"),
+        ({"optimizer": "gold", "dev_size": 0}, "dev_size must be >= 1"),
         ({"optimizer": "simba"}, "optimizer must be one of"),
     ],
 )
@@ -534,3 +535,45 @@ def test_a_budgeted_instruction_search_is_sized_to_end_within_its_budget(tmp_pat
     assert report.status == "complete"  # it planned within the budget instead of being cut off
     assert report.usage["search"].calls <= 60
     assert report.after is not None and report.after.edge_f1 == 1.0
+
+
+def two_source_dev(count: int) -> list[LabeledEpisode]:
+    """`count` dev episodes, a quarter of them from a second source."""
+    return [
+        labeled(i).model_copy(update={"source": "other" if i % 4 == 0 else "test"}) for i in range(10, 10 + count)
+    ]
+
+
+def test_a_budgeted_run_selects_on_the_stratified_part_of_dev_its_budget_affords(tmp_path):
+    dev = two_source_dev(60)
+    lm = ScriptedLM(respond)
+    report = compile_with(tmp_path / "prog", lm, optimizer="gold", gold_demos=1, candidates=1, dev=dev, budget=100)
+    # a fifth of the budget is 20 episodes, below the floor of 40: it selects on 40 of the 60
+    assert len(report.before.episode_scores) == 40 and len(report.after.episode_scores) == 40
+    manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
+    assert "(40 of 60 episodes, stratified by source, seed 0)" in manifest["settings"]["dev"]
+    scored = {score.episode_id for score in report.before.episode_scores}
+    assert sum(episode.id in scored for episode in dev if episode.source == "other") == 10  # its share kept
+    assert len(lm.calls) == 40 + 40  # before, and the one gold candidate: nothing outside the sample
+
+
+def test_dev_size_sets_the_sample_and_is_recorded(tmp_path, monkeypatch, capsys):
+    import edgewise.cli.optimize as cli_optimize
+
+    @contextmanager
+    def fake_open_lm(config: LMConfig) -> Iterator[ScriptedLM]:
+        yield ScriptedLM(respond, model=config.model)
+
+    monkeypatch.setattr(cli_optimize, "open_lm", fake_open_lm)
+    dev = write_jsonl(tmp_path / "dev.jsonl", two_source_dev(8))
+    code = main(
+        [
+            "optimize", "--model", "openai/task-model", "--optimizer", "gold", "--gold-demos", "1",
+            "--candidates", "1", "--train", str(write_jsonl(tmp_path / "train.jsonl", TRAIN)), "--dev", str(dev),
+            "--dev-size", "4", "--seed", "3", "--out", str(tmp_path / "prog"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert "dev edge-F1 (micro, 4 episodes)" in capsys.readouterr().out
+    settings = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())["settings"]
+    assert settings["dev_size"] == 4 and "(4 of 8 episodes, stratified by source, seed 3)" in settings["dev"]
