@@ -540,14 +540,17 @@ def test_a_budgeted_instruction_search_is_sized_to_end_within_its_budget(tmp_pat
 def two_source_dev(count: int) -> list[LabeledEpisode]:
     """`count` dev episodes, a quarter of them from a second source."""
     return [
-        labeled(i).model_copy(update={"source": "other" if i % 4 == 0 else "test"}) for i in range(10, 10 + count)
+        labeled(i).model_copy(update={"source": "other" if i % 4 == 0 else "test"})
+        for i in range(10, 10 + count)
     ]
 
 
 def test_a_budgeted_run_selects_on_the_stratified_part_of_dev_its_budget_affords(tmp_path):
     dev = two_source_dev(60)
     lm = ScriptedLM(respond)
-    report = compile_with(tmp_path / "prog", lm, optimizer="gold", gold_demos=1, candidates=1, dev=dev, budget=100)
+    report = compile_with(
+        tmp_path / "prog", lm, optimizer="gold", gold_demos=1, candidates=1, dev=dev, budget=100
+    )
     # a fifth of the budget is 20 episodes, below the floor of 40: it selects on 40 of the 60
     assert len(report.before.episode_scores) == 40 and len(report.after.episode_scores) == 40
     manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
