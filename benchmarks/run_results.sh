@@ -12,10 +12,11 @@
 #      legacy reply) vs the host build, with and without n-gram speculative decoding, for both models
 #      (take it on an idle machine)
 #   4. compile the 1.5B: gold demo search (5 demos, 3 candidates) selected on dev-40
-#   5. compile the 0.5B: the same search
+#   5. compile the 0.5B: the same search, replies capped at 512 tokens (GOLD_05_MAX_TOKENS)
 #   6. bench the 1.5B on test-150: seed-structured, default, compiled; paired against default
 #   7. bench the 0.5B on test-150: seed-structured, default, compiled; paired against default
-#   8. MIPROv2 on the 1.5B within a budget sized to an hour (train, dev), then its program on smoke
+#   8. MIPROv2 on the 1.5B within a budget sized to an hour (train, dev: --budget 160 selects on 40
+#      dev episodes), then its program on smoke
 # Set STEPS="4 6" (for example) to run only some steps; GOLD_CANDIDATES (default 3) sizes steps 4-5,
 # BENCH_PROGRAMS (default seed-structured,default) the uncompiled programs of steps 6-7, TEST_DATA
 # (default test-150) their sample.
@@ -38,7 +39,7 @@ if want 1; then
 import sys
 from pathlib import Path
 from edgewise.data import load_episodes
-from edgewise.eval.bench import stratified_sample
+from edgewise.data.sampling import stratified_sample
 out = Path(sys.argv[1])
 def write(name, rows):
     (out / f"{name}.jsonl").write_text("".join(e.model_dump_json(by_alias=True) + "\n" for e in rows))
@@ -67,9 +68,9 @@ if want 3; then
     > "$OUT/runtime-conv16.log" 2>&1
 fi
 
-compile_gold() {  # model name
+compile_gold() {  # model name [extra optimize flags...]
   "$EDGEWISE" optimize --model "$1" --optimizer gold --gold-demos 5 --demo-tokens 2500 --candidates "${GOLD_CANDIDATES:-3}" \
-    --train train --dev "$OUT/dev-40.jsonl" --seed 0 --out "$COMPILED/$2" > "$OUT/optimize-$2.log" 2>&1
+    --train train --dev "$OUT/dev-40.jsonl" --seed 0 --out "$COMPILED/$2" "${@:3}" > "$OUT/optimize-$2.log" 2>&1
 }
 bench_test() {  # model compiled out-name [data: test-150 unless TEST_DATA names another sample]
   "$EDGEWISE" bench --models "$1" --programs "${BENCH_PROGRAMS:-seed-structured,default},$COMPILED/$2" \
@@ -77,7 +78,7 @@ bench_test() {  # model compiled out-name [data: test-150 unless TEST_DATA names
 }
 
 if want 4; then log "step 4: compile 1.5B"; compile_gold $S15 qwen2.5-coder-1.5b-gold; fi
-if want 5; then log "step 5: compile 0.5B"; compile_gold $S05 qwen2.5-coder-0.5b-gold; fi
+if want 5; then log "step 5: compile 0.5B"; compile_gold $S05 qwen2.5-coder-0.5b-gold --max-tokens "${GOLD_05_MAX_TOKENS:-512}"; fi
 if want 6; then
   log "step 6: bench 1.5B on ${TEST_DATA:-test-150}"
   bench_test $S15 qwen2.5-coder-1.5b-gold "${TEST_DATA:-test-150}-1.5b"
@@ -88,7 +89,7 @@ if want 7; then
 fi
 if want 8; then
   log "step 8: MIPROv2 on the 1.5B, budget sized to an hour"
-  "$EDGEWISE" optimize --model $S15 --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-120}" \
+  "$EDGEWISE" optimize --model $S15 --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-160}" \
     --seed 0 --out runs/prog > "$OUT/optimize-mipro-1.5b.log" 2>&1
   "$EDGEWISE" bench --models $S15 --programs default,runs/prog --baseline default --split smoke --seed 0 \
     --out "$OUT/smoke-mipro-1.5b" > "$OUT/smoke-mipro-1.5b.log" 2>&1
