@@ -7,7 +7,8 @@
 #   1. samples: dev-40 (40 dev episodes stratified by source, seed 0) for levers and selection,
 #      test-150 (every conversational test episode and 97 more stratified by source, seed 0) and
 #      test-conversational (its 53 conversational episodes)
-#   2. program levers on dev-40, 1.5B: the default, the compact reply shape, dates as the text's words
+#   2. program levers on dev-40, 1.5B: the default, the compact reply shape, dates as the text's words;
+#      then the default against the seed's input order and against missing_facts in every call
 #   3. local runtime on the 16 conversational dev episodes: today's prebuilt runtime (seed input order,
 #      legacy reply) vs the host build, with and without n-gram speculative decoding, for both models
 #      (take it on an idle machine)
@@ -58,6 +59,9 @@ if want 2; then
   "$PY" benchmarks/local_runtime.py --configs 1.5b@host+ngram,1.5b@host+ngram+compact,1.5b@host+ngram+textdates \
     --split dev --source '' --limit 40 --out "$OUT/levers-dev40-1.5b.md" --json "$OUT/levers-dev40-1.5b.json" \
     > "$OUT/levers-dev40-1.5b.log" 2>&1
+  "$PY" benchmarks/local_runtime.py --configs 1.5b@host,1.5b@host+seedorder,1.5b@host+legacy \
+    --split "$OUT/dev-40.jsonl" --source '' --limit 40 --out "$OUT/input-order-dev40-1.5b.md" \
+    --json "$OUT/input-order-dev40-1.5b.json" > "$OUT/input-order-dev40-1.5b.log" 2>&1
 fi
 
 if want 3; then
