@@ -8,6 +8,7 @@ compiled program's `program.json` stores.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Any, Final
 
 import dspy
@@ -39,6 +40,8 @@ from edgewise.signatures.types import (
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
 STEP_ATTRIBUTES: Final = "attributes"
+PREDICTOR_NAMES: Final = ("extract", "reflect", "attributes")
+"""The predictors of an `EdgeExtractor`, as `named_predictors` names them."""
 
 
 # The reply properties the decoding grammar restricts to the episode's names and types, per shape.
@@ -99,6 +102,26 @@ class EdgeExtractor(dspy.Module):
         self.attributes = dspy.Predict(ExtractEdgeAttributes)
         self.max_reflexion_rounds = max_reflexion_rounds
         self.closed_types = closed_types
+
+    def named_parameters(self) -> list[tuple[str, Any]]:
+        """DSPy's parameter walk, less the predictors a search was told to leave alone (`tuned_only`).
+
+        Every DSPy optimizer tunes each predictor this lists; a predictor that the program never calls
+        on the search's data (`reflect` with no reflexion rounds, `attributes` when no type declares
+        attributes) would only cost proposals and trials that cannot change the score. DSPy freezes a
+        compiled sub-module (`_compiled`), not one predictor, hence this. Saving and loading see all
+        three: `tuned_only(None)` is set again before any program is written.
+        """
+        frozen = self.__dict__.get("_search_frozen") or ()
+        return [(name, param) for name, param in super().named_parameters() if name not in frozen]
+
+    def tuned_only(self, names: Collection[str] | None) -> EdgeExtractor:
+        """Hide every predictor not in `names` from optimizers (None shows all again); returns self."""
+        if names is None:
+            self.__dict__.pop("_search_frozen", None)
+        else:
+            self.__dict__["_search_frozen"] = frozenset(PREDICTOR_NAMES) - frozenset(names)
+        return self
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)

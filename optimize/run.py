@@ -305,6 +305,8 @@ def clean_copy(program: dspy.Module) -> dspy.Module:
     """
     duplicate = program.deepcopy()
     duplicate.__dict__.pop("forward", None)
+    if isinstance(duplicate, EdgeExtractor):
+        duplicate.tuned_only(None)  # a program that is saved or compared shows all its predictors
     return duplicate
 
 
@@ -590,6 +592,20 @@ def selection_dev_size(settings: SearchSettings, dev_size: int) -> int:
     return min(dev_size, max(MIN_SELECTION_DEV, int(settings.budget * _DEV_SHARE_OF_BUDGET)))
 
 
+def searched_predictors(settings: SearchSettings, episodes: Sequence[LabeledEpisode]) -> tuple[str, ...]:
+    """The predictors an instruction search tunes: those the program calls on these episodes.
+
+    `extract` always; `reflect` only with reflexion rounds; `attributes` only when some episode's
+    relationship types declare attributes. The others keep the uncompiled program's instructions.
+    """
+    names = ["extract"]
+    if settings.reflexion_rounds > 0:
+        names.append("reflect")
+    if any(edge_type.attributes for episode in episodes for edge_type in episode.edge_types):
+        names.append("attributes")
+    return tuple(names)
+
+
 def _gepa_valset(settings: SearchSettings, dev: list[dspy.Example]) -> list[dspy.Example]:
     """GEPA scores every new candidate on its whole valset; a budgeted run uses a source-stratified
     part of dev (twice the minibatch size), and the result is scored on all of dev after the search."""
@@ -806,6 +822,10 @@ def optimize(
     )
     train_examples, dev_examples = to_examples(train_split.episodes), to_examples(dev_split.episodes)
     start = student.deepcopy()
+    if optimizer in ("mipro", "gepa"):
+        tuned = searched_predictors(settings, [*train_split.episodes, *dev_split.episodes])
+        start.tuned_only(tuned)
+        settings.extra["tuned_predictors"] = list(tuned)
     if gold_demos and optimizer in ("mipro", "gepa"):
         chosen = gold_demo_pick(settings, student, train_split.episodes, seed=seed)
         start.extract.demos = chosen.demos
@@ -858,6 +878,8 @@ def optimize(
         raise
 
     program = compiled if compiled is not None else best.best
+    if isinstance(program, EdgeExtractor):
+        program.tuned_only(None)
     after = best.best_dev_score(program)
     if after is not None:  # the search's own evaluation of this very program
         _say(

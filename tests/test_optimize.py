@@ -580,3 +580,38 @@ def test_dev_size_sets_the_sample_and_is_recorded(tmp_path, monkeypatch, capsys)
     assert "dev edge-F1 (micro, 4 episodes)" in capsys.readouterr().out
     settings = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())["settings"]
     assert settings["dev_size"] == 4 and "(4 of 8 episodes, stratified by source, seed 3)" in settings["dev"]
+
+
+@pytest.mark.parametrize("optimizer", ["mipro", "gepa"])
+def test_an_instruction_search_tunes_only_the_predictors_the_program_calls(tmp_path, optimizer, caplog):
+    with caplog.at_level("INFO", logger="dspy"):
+        report = compile_with(tmp_path / optimizer, optimizer=optimizer, auto="light", budget=60)
+    assert report.after is not None and report.after.edge_f1 == 1.0  # extract was tuned
+    untouched, loaded = EdgeExtractor(), load(tmp_path / optimizer)
+    assert loaded.extract.signature.instructions != untouched.extract.signature.instructions
+    for name in ("reflect", "attributes"):  # no reflexion rounds, no type with attributes: left alone
+        assert getattr(loaded, name).signature.instructions == getattr(untouched, name).signature.instructions
+    if optimizer == "mipro":  # it proposed and tried instructions for one predictor only
+        assert "Predictor 0:" in caplog.text and "Predictor 1:" not in caplog.text
+    manifest = json.loads((tmp_path / optimizer / MANIFEST_FILE).read_text())
+    assert manifest["settings"]["tuned_predictors"] == ["extract"]
+
+
+def test_searched_predictors_follow_reflexion_rounds_and_declared_attributes():
+    from edgewise.optimize.run import SearchSettings, searched_predictors
+
+    with_attributes = labeled(1).model_copy(
+        update={
+            "edge_types": [{"name": "WORKS_AT", "attributes": [{"name": "role", "description": "job title"}]}]
+        }
+    )
+    with_attributes = LabeledEpisode.model_validate(with_attributes.model_dump(by_alias=True))
+    assert searched_predictors(SearchSettings("mipro"), TRAIN) == ("extract",)
+    assert searched_predictors(SearchSettings("mipro", reflexion_rounds=1), TRAIN) == ("extract", "reflect")
+    assert searched_predictors(SearchSettings("gepa"), [*TRAIN, with_attributes]) == ("extract", "attributes")
+
+
+def test_a_predictor_hidden_from_the_search_is_still_saved_and_loaded(tmp_path):
+    program = EdgeExtractor().tuned_only(["extract"])
+    assert [name for name, _ in program.named_predictors()] == ["extract"]
+    assert set(program.tuned_only(None).dump_state()) == {"extract", "reflect", "attributes"}
