@@ -554,7 +554,8 @@ took the rest with room to spare in the tests' runs (3 components, minibatches o
 
 _MIPRO_FIXED_CALLS: Final = 32
 """LM calls a MIPROv2 run spends before its trials: bootstrapping traces for the proposer and
-proposing instructions (31 in the fake-LM tests: 3 candidates for each of the 3 predictors)."""
+proposing instructions (31 in the fake-LM tests when all 3 predictors were tuned, 3 candidates each;
+an upper bound now that only the called ones are)."""
 
 
 def mipro_size(settings: SearchSettings, dev_size: int) -> tuple[int | None, int | None]:
