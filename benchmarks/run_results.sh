@@ -93,9 +93,9 @@ if want 7; then
 fi
 if want 8; then
   log "step 8: MIPROv2 on the 1.5B, budget sized to an hour"
-  "$EDGEWISE" optimize --model $S15 --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-160}" \
+  "$EDGEWISE" optimize --model local --optimizer mipro --train train --dev dev --budget "${MIPRO_BUDGET:-160}" \
     --seed 0 --out runs/prog > "$OUT/optimize-mipro-1.5b.log" 2>&1
-  "$EDGEWISE" bench --models $S15 --programs default,runs/prog --baseline default --split smoke --seed 0 \
+  "$EDGEWISE" bench --models local --programs default,runs/prog --baseline default --split smoke --seed 0 \
     --out "$OUT/smoke-mipro-1.5b" > "$OUT/smoke-mipro-1.5b.log" 2>&1
 fi
 log "done"
