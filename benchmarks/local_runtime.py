@@ -9,7 +9,8 @@ Each configuration is a model, a runtime and options, written `MODEL@RUNTIME[+OP
   (the inputs in the seed prompt's order, episode first, types last, instead of shared inputs
   first), `legacy` (the first pass also carries an empty
   `missing_facts` input, as the program did before), `ngram` (llama-server's n-gram speculative
-  decoding, drafts looked up in the context: edgewise's default), `ngram-mod` (its `ngram-mod`
+  decoding, drafts looked up in the context; on by default for the models whose `speculative` is set in
+  runtime/local_models.json), `ngram-mod` (its `ngram-mod`
   variant instead), `ngram16` / `ngram8` (n-gram drafts of at most 16 / 8 tokens instead of 48),
   `draft` (speculative decoding with the 0.5B model as
   the draft), `fa` (flash attention on), `t1` (one thread)
