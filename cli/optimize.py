@@ -10,6 +10,7 @@ from pathlib import Path
 from edgewise.cli import add_command
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
+from edgewise.optimize.program_search import LEVERS
 from edgewise.optimize.run import (
     AUTO_LEVELS,
     DEFAULT_DEMO_THRESHOLD,
@@ -53,7 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bootstrap",
         help="mipro = MIPROv2 (instructions and demos), gepa = GEPA (instructions, from the metric's "
         "feedback), bootstrap = bootstrapped demos with random search (default), gold = seeded picks of "
-        "labeled training episodes as demos (no teacher), each scored on dev. Example: --optimizer gold",
+        "labeled training episodes as demos (no teacher), each scored on dev, program = what the model is "
+        "asked to do: input order, pairwise formulation, type signatures learned from --train, dates from "
+        "facts, a precision step and (with --gold-demos) gold demos, each kept only when its paired dev "
+        "interval is above 0. Example: --optimizer program --dev-size 40",
     )
     parser.add_argument(
         "--auto",
@@ -113,6 +117,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the reply the model writes: seed (the seed's edge objects), compact (short keys, subject "
         "before type before object, dates as days), compact-text-dates (compact, dates also as the text's "
         "words); results always have the seed's shape (default seed). Example: --output-shape compact",
+    )
+    parser.add_argument(
+        "--levers",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        help=f"program: the levers to try, in this order (default all: {','.join(LEVERS)}). "
+        "Example: --levers input_order,type_signatures,precision",
     )
     parser.add_argument(
         "--minibatch-size",
@@ -245,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
             demo_threshold=args.demo_threshold,
             log_dir=args.log_dir,
             dev_size=args.dev_size,
+            levers=args.levers,
             progress=sys.stderr,
         )
     print(report.summary())

@@ -55,6 +55,12 @@ def stat_columns(scores: Sequence[EpisodeScore], stat: Stat) -> tuple[list[tuple
     raise ValueError(f"bootstrap_ci: unknown stat {stat!r}; choose one of {', '.join(Stat.__args__)}")
 
 
+def stat_value(scores: Sequence[EpisodeScore], stat: Stat) -> float:
+    """The statistic on these episodes (nan where it is undefined, e.g. a date accuracy with no match)."""
+    rows, build = stat_columns(scores, stat)
+    return float(build(tuple(sum(column) for column in zip(*rows, strict=True)), len(rows)))
+
+
 def _percentile(sorted_values: list[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default), q in [0, 1]."""
     pos = q * (len(sorted_values) - 1)

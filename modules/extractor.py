@@ -15,7 +15,11 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.context import extraction_inputs
+from edgewise.modules.fact_dates import dates_from_facts
+from edgewise.modules.options import ProgramOptions
+from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
 from edgewise.modules.postprocess import cap_attributes, postprocess
+from edgewise.modules.type_signatures import STATE_KEY, PairRule, TypeSignatures
 from edgewise.modules.usage import track_step
 from edgewise.modules.vocabulary import vocabulary_signature
 from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
@@ -23,9 +27,12 @@ from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
     OutputShape,
     extract_signature,
+    in_seed_order,
     with_missing_facts,
 )
 from edgewise.signatures.find_missing_facts import FindMissingFacts
+from edgewise.signatures.label_pairs import LabelPairs
+from edgewise.signatures.schema import schema_only
 from edgewise.signatures.types import (
     CompactEdge,
     Edge,
@@ -36,12 +43,16 @@ from edgewise.signatures.types import (
     StepUsage,
     format_utc,
 )
+from edgewise.signatures.verify_edges import VerifyEdges, verdicts_signature
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
 STEP_ATTRIBUTES: Final = "attributes"
-PREDICTOR_NAMES: Final = ("extract", "reflect", "attributes")
-"""The predictors of an `EdgeExtractor`, as `named_predictors` names them."""
+STEP_PAIRS: Final = "pairs"
+STEP_VERIFY: Final = "verify"
+PREDICTOR_NAMES: Final = ("extract", "reflect", "attributes", "label_pairs", "verify")
+"""The predictors an `EdgeExtractor` may have, as `named_predictors` names them (`label_pairs` only
+with the pairwise formulation, `verify` only with the precision step)."""
 
 
 # The reply properties the decoding grammar restricts to the episode's names and types, per shape.
@@ -89,19 +100,49 @@ class EdgeExtractor(dspy.Module):
     """
 
     def __init__(
-        self, max_reflexion_rounds: int = 0, *, closed_types: bool = True, output_shape: OutputShape = "seed"
+        self,
+        max_reflexion_rounds: int = 0,
+        *,
+        closed_types: bool = True,
+        output_shape: OutputShape = "seed",
+        options: ProgramOptions | None = None,
+        type_signatures: TypeSignatures | None = None,
     ) -> None:
         super().__init__()
         if max_reflexion_rounds < 0:
             raise ValueError("max_reflexion_rounds must be >= 0")
         if output_shape not in OUTPUT_SHAPES:
             raise ValueError(f"unknown output shape {output_shape!r}; known: {', '.join(OUTPUT_SHAPES)}")
+        options = options or ProgramOptions()
+        if options.formulation == "pairs" and (max_reflexion_rounds or output_shape != "seed"):
+            raise ValueError("the pairwise formulation writes the seed's shape and runs no reflexion rounds")
         self.output_shape = output_shape
-        self.extract = dspy.Predict(extract_signature(output_shape))
+        self.options = options
+        self.type_signatures = type_signatures
+        self.extract = dspy.Predict(extract_signature(output_shape, options.input_order))
         self.reflect = dspy.Predict(FindMissingFacts)
         self.attributes = dspy.Predict(ExtractEdgeAttributes)
+        if options.formulation == "pairs":
+            self.label_pairs = dspy.Predict(
+                in_seed_order(LabelPairs) if options.input_order == "seed" else LabelPairs
+            )
+        if options.precision:
+            self.verify = dspy.Predict(VerifyEdges)
         self.max_reflexion_rounds = max_reflexion_rounds
         self.closed_types = closed_types
+
+    def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
+        """DSPy's state of the predictors, plus the learned type signatures the program carries."""
+        state = super().dump_state(json_mode=json_mode)
+        if self.type_signatures is not None:
+            state[STATE_KEY] = self.type_signatures.model_dump(mode="json")
+        return state
+
+    def load_state(self, state: dict[str, Any], **kwargs: Any) -> EdgeExtractor:
+        super().load_state(state, **kwargs)
+        if state.get(STATE_KEY) is not None:
+            self.type_signatures = TypeSignatures.model_validate(state[STATE_KEY])
+        return self
 
     def named_parameters(self) -> list[tuple[str, Any]]:
         """DSPy's parameter walk, less the predictors a search was told to leave alone (`tuned_only`).
@@ -136,22 +177,113 @@ class EdgeExtractor(dspy.Module):
         inputs = extraction_inputs(episode)
         names = [entity.name for entity in episode.entities]
         types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
-        source, target, kind = _VOCABULARY_KEYS[self.output_shape]
-        signature = vocabulary_signature(self.extract.signature, {source: names, target: names, kind: types})
-        raw = self._extract(episode, inputs, signature, [], usage, warnings)
-        for _ in range(self.max_reflexion_rounds):
-            missing = self._missing_facts(inputs, raw, usage, warnings)
-            if not missing:
-                break
-            raw = raw + self._extract(episode, inputs, signature, missing, usage, warnings)
-        edges, cleanup_warnings = postprocess(raw, episode, closed_types=self.closed_types)
+        signatures = self.type_signatures if self.options.type_signatures else None
+        if self.options.formulation == "pairs":
+            raw = self._label_pairs(episode, inputs, PairRule(episode, signatures), types, usage, warnings)
+        else:
+            source, target, kind = _VOCABULARY_KEYS[self.output_shape]
+            signature = vocabulary_signature(
+                self.extract.signature, {source: names, target: names, kind: types}
+            )
+            raw = self._extract(episode, inputs, signature, [], usage, warnings)
+            for _ in range(self.max_reflexion_rounds):
+                missing = self._missing_facts(inputs, raw, usage, warnings)
+                if not missing:
+                    break
+                raw = raw + self._extract(episode, inputs, signature, missing, usage, warnings)
+        edges, cleanup_warnings = postprocess(
+            raw, episode, closed_types=self.closed_types, type_signatures=signatures
+        )
         warnings.extend(cleanup_warnings)
+        if self.options.fact_dates:
+            edges = dates_from_facts(edges, episode.reference_time, warnings)
+        if self.options.precision and edges:
+            edges = self._verify(edges, inputs, usage, warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
         return result_prediction(
             ExtractionResult(
                 edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
             )
         )
+
+    def _label_pairs(
+        self,
+        episode: Episode,
+        inputs: dict[str, Any],
+        rule: PairRule,
+        types: list[str],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[ExtractedEdge]:
+        """One call that labels every candidate pair (a type or NONE); the kept ones become edges."""
+        pairs = candidate_pairs(episode, rule, types, self.options.max_pairs, warnings)
+        if not pairs:
+            return []
+        signature = self.label_pairs.signature
+        limited = signature.with_updated_fields(
+            "pairs", type_=schema_only(signature.output_fields["pairs"].annotation, pair_reply_schema(pairs))
+        )
+        with track_step(STEP_PAIRS, usage):
+            try:
+                reply = self.label_pairs(
+                    **inputs, candidate_pairs=[pair.text for pair in pairs], signature=limited
+                )
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_PAIRS, error))
+                return []
+        return pair_edges(list(reply.pairs or []), pairs, warnings)
+
+    def _verify(
+        self,
+        edges: list[Edge],
+        inputs: dict[str, Any],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[Edge]:
+        """The precision step: keep the edges the model says the current episode states.
+
+        A reply with another number of answers than edges, or none, keeps every edge (with a
+        warning): the step drops only what it was told to drop.
+        """
+        facts = [
+            f"{number}. {edge.source_entity_name} -{edge.relationship_type}-> {edge.target_entity_name}: "
+            f"{edge.fact}"
+            for number, edge in enumerate(edges, 1)
+        ]
+        with track_step(STEP_VERIFY, usage):
+            try:
+                reply = self.verify(
+                    previous_episodes=inputs["previous_episodes"],
+                    episode_content=inputs["episode_content"],
+                    candidate_facts=facts,
+                    signature=verdicts_signature(self.verify.signature, len(edges)),
+                )
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_VERIFY, error))
+                return edges
+        verdicts = list(reply.stated or [])
+        if len(verdicts) != len(edges):
+            warnings.append(
+                ExtractionWarning(
+                    code="verify_mismatch",
+                    message=f"the precision step answered {len(verdicts)} times for {len(edges)} edges: "
+                    "every edge kept",
+                )
+            )
+            return edges
+        kept: list[Edge] = []
+        for edge, stated in zip(edges, verdicts, strict=True):
+            if stated:
+                kept.append(edge)
+            else:
+                warnings.append(
+                    ExtractionWarning(
+                        code="not_stated",
+                        message="dropped: the precision step found it not stated in the current episode",
+                        edge=edge.to_json_dict(),
+                    )
+                )
+        return kept
 
     def _extract(
         self,

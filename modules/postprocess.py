@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from edgewise.modules.time_words import resolve_time_words
+from edgewise.modules.type_signatures import TypeSignatures, check_signatures
 from edgewise.signatures.names import normalize_name as name_key
 from edgewise.signatures.types import (
     AttributeValue,
@@ -223,7 +224,11 @@ def allowed_types(episode: Episode, *, closed_types: bool) -> frozenset[str] | N
 
 
 def postprocess(
-    raw_edges: list[ExtractedEdge], episode: Episode, *, closed_types: bool = False
+    raw_edges: list[ExtractedEdge],
+    episode: Episode,
+    *,
+    closed_types: bool = False,
+    type_signatures: TypeSignatures | None = None,
 ) -> tuple[list[Edge], list[ExtractionWarning]]:
     """Turn a model's raw edges into clean edges between the episode's entities, with warnings.
 
@@ -231,6 +236,10 @@ def postprocess(
     any) is dropped with an `unknown_type` warning, as an edge to an unknown entity is. The default
     leaves types open, as the seed prompt does (its baselines run verbatim); `EdgeExtractor` passes
     its own `closed_types`, which is on unless `--open-types`.
+
+    Relationship types that declare `sourceTypes` / `targetTypes` are checked against the entity types
+    of their ends, and so are those `type_signatures` (learned by a compiled program) lists: a reversed
+    edge is flipped, an impossible one dropped (`type_signatures.check_signatures`).
     """
     warnings: list[ExtractionWarning] = []
     index = EntityIndex([entity.name for entity in episode.entities])
@@ -242,7 +251,8 @@ def postprocess(
         if (edge := _clean_one(raw, index, types, warnings, episode.reference_time)) is not None
     ]
     ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
-    return _dedupe(ordered, symmetric, warnings), warnings
+    checked = check_signatures(ordered, episode, type_signatures, warnings)
+    return _dedupe(checked, symmetric, warnings), warnings
 
 
 def cap_attributes(

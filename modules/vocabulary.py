@@ -23,6 +23,8 @@ from typing import Annotated, Any, Final
 import dspy
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
+from edgewise.signatures.schema import display_type
+
 EDGES_FIELD: Final = "edges"
 _BASE_ATTRIBUTE: Final = "__edgewise_base__"
 
@@ -65,6 +67,9 @@ def vocabulary_signature(
 
 def display_signature(signature: type[dspy.Signature]) -> type[dspy.Signature]:
     """The signature as the prompt shows it and the parser reads it: without the episode's vocabulary."""
+    for name, field in signature.output_fields.items():
+        if (plain := display_type(field.annotation)) is not None:
+            signature = signature.with_updated_fields(name, type_=plain)
     field = signature.output_fields.get(EDGES_FIELD)
     arguments = getattr(field.annotation, "__args__", None) if field is not None else None
     base = getattr(arguments[0], _BASE_ATTRIBUTE, None) if arguments else None

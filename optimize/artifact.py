@@ -23,6 +23,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.options import ProgramOptions
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"
@@ -155,6 +156,7 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
         max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)),
         closed_types=bool(manifest.settings.get("closed_types", True)),
         output_shape=manifest.settings.get("output_shape", "seed"),
+        options=ProgramOptions.model_validate(manifest.settings.get("program_options") or {}),
     )
     expected = signature_fingerprints(program)
     if manifest.signature_fingerprints != expected:

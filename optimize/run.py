@@ -33,17 +33,19 @@ from edgewise.eval.paired import PairedDifference, paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.type_signatures import learn_type_signatures
 from edgewise.optimize.artifact import Manifest, new_manifest, save
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET, GoldDemos, select_gold_demos
+from edgewise.optimize.program_search import LEVERS, search_program
 from edgewise.runtime.runner import run_episodes
 from edgewise.signatures.extract_edges import OutputShape
 from edgewise.signatures.types import ExtractionResult, LabeledEpisode
 
-OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold"]
+OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold", "program"]
 AutoLevel = Literal["light", "medium", "heavy"]
 RunStatus = Literal["complete", "budget_exhausted", "interrupted", "failed"]
 
-OPTIMIZERS: Final[tuple[str, ...]] = ("mipro", "gepa", "bootstrap", "gold")
+OPTIMIZERS: Final[tuple[str, ...]] = ("mipro", "gepa", "bootstrap", "gold", "program")
 AUTO_LEVELS: Final[tuple[str, ...]] = ("light", "medium", "heavy")
 
 DEFAULT_DEMO_THRESHOLD: Final = 0.5
@@ -728,6 +730,7 @@ def optimize(
     demo_threshold: float = DEFAULT_DEMO_THRESHOLD,
     log_dir: str | Path | None = None,
     dev_size: int | None = None,
+    levers: Sequence[str] | None = None,
     secrets: Sequence[str | None] = (),
     progress: TextIO | None = sys.stderr,
 ) -> OptimizeReport:
@@ -765,6 +768,9 @@ def optimize(
         dev_size=dev_size,
     )
     settings.validate()
+    unknown_levers = sorted(set(levers or ()) - set(LEVERS))
+    if unknown_levers:
+        raise ValueError(f"unknown lever(s) {', '.join(unknown_levers)}; known: {', '.join(LEVERS)}")
     train_split, dev_split = load_split(train, "train"), load_split(dev, "dev")
     if not train_split.episodes or not dev_split.episodes:
         raise ValueError("optimize needs at least one train and one dev episode")
@@ -776,6 +782,8 @@ def optimize(
         if dev_used == dev_total
         else f"{dev_split.name} ({dev_used} of {dev_total} episodes, stratified by source, seed {seed})",
     }
+    if levers is not None:
+        settings.extra["levers"] = list(levers)
     if dev_used < dev_total:
         dev_split = dev_split._replace(episodes=stratified_sample(dev_split.episodes, dev_used, seed=seed))
         _say(
@@ -818,8 +826,12 @@ def optimize(
             },
         )
 
+    signatures = learn_type_signatures(train_split.episodes)
     student = EdgeExtractor(
-        max_reflexion_rounds=reflexion_rounds, closed_types=closed_types, output_shape=output_shape
+        max_reflexion_rounds=reflexion_rounds,
+        closed_types=closed_types,
+        output_shape=output_shape,
+        type_signatures=signatures,
     )
     train_examples, dev_examples = to_examples(train_split.episodes), to_examples(dev_split.episodes)
     start = student.deepcopy()
@@ -855,12 +867,41 @@ def optimize(
     status: RunStatus = "complete"
     error: str | None = None
     compiled: dspy.Module | None = None
+    searched: DevScore | None = None
+    lever_notes: dict[str, Any] = {}
     try:
         with metered(budget, best) as (meter, tracker), contextlib.redirect_stdout(progress or sys.stderr):
             try:
-                compiled = _compile(
-                    settings, start, train_examples, dev_examples, task_lm, teacher_lm, train_split.episodes
-                )
+                if optimizer == "program":
+                    compiled, searched, levers = search_program(
+                        student=start,
+                        before=before,
+                        score=lambda candidate, label: evaluate_program(
+                            candidate, dev_split.episodes, workers=workers, progress=progress, label=label
+                        ),
+                        signatures=signatures,
+                        dev=dev_split.episodes,
+                        gold_demos=(
+                            (lambda: gold_demo_pick(settings, student, train_split.episodes, seed=seed).demos)
+                            if gold_demos
+                            else None
+                        ),
+                        budget=budget,
+                        calls_spent=lambda: meter.calls,
+                        say=lambda message: _say(progress, message),
+                        levers=levers or LEVERS,
+                    )
+                    lever_notes["levers"] = [result.record() for result in levers]
+                else:
+                    compiled = _compile(
+                        settings,
+                        start,
+                        train_examples,
+                        dev_examples,
+                        task_lm,
+                        teacher_lm,
+                        train_split.episodes,
+                    )
             finally:
                 usage["search"] = _phase_usage(meter, tracker)
     except BudgetExhausted as stop:
@@ -881,7 +922,7 @@ def optimize(
     program = compiled if compiled is not None else best.best
     if isinstance(program, EdgeExtractor):
         program.tuned_only(None)
-    after = best.best_dev_score(program)
+    after = searched if searched is not None else best.best_dev_score(program)
     if after is not None:  # the search's own evaluation of this very program
         _say(
             progress,
@@ -918,7 +959,14 @@ def optimize(
     else:
         selection["selected"] = "compiled"
         _say(progress, f"dev edge-F1 difference {paired.text()}: the compiled program is kept")
-    extra_notes = {**selection, **demo_provenance(program), **({"error": error} if error else {})}
+    settings.extra["program_options"] = program.options.model_dump()
+    extra_notes = {
+        **selection,
+        **lever_notes,
+        "type_signatures": signatures.listing(),
+        **demo_provenance(program),
+        **({"error": error} if error else {}),
+    }
     manifest = manifest_for(program, status, after, **extra_notes)
     save(program, out_dir, manifest)
     return OptimizeReport(

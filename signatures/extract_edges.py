@@ -100,7 +100,35 @@ _REPLY_EDGE: Final[dict[str, type[BaseModel]]] = {
 }
 
 
-def extract_signature(shape: OutputShape) -> type[dspy.Signature]:
+SEED_INPUT_ORDER: Final = (
+    "previous_episodes", "episode_content", "entities", "reference_time", "relationship_types", "custom_prompt",
+)  # fmt: skip
+"""The seed prompt's order of the context: the conversation and the episode first, types last."""
+
+
+def in_seed_order(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    """`signature` with its inputs in `SEED_INPUT_ORDER` (others after them), outputs unchanged.
+
+    The default order puts what episodes share first, so that a server's prompt cache reuses it; the
+    seed's order puts the episode before the entities and types, which a small model may read better.
+    """
+    inputs = signature.input_fields
+    order = [name for name in SEED_INPUT_ORDER if name in inputs] + [
+        name for name in inputs if name not in SEED_INPUT_ORDER
+    ]
+    fields = {name: inputs[name] for name in order} | dict(signature.output_fields)
+    return dspy.Signature(
+        {name: (field.annotation, field) for name, field in fields.items()}, signature.instructions
+    )
+
+
+def extract_signature(shape: OutputShape, input_order: str = "shared-first") -> type[dspy.Signature]:
+    """`ExtractEdges` with the reply shape the model writes, its inputs in `input_order`."""
+    signature = _shaped_signature(shape)
+    return in_seed_order(signature) if input_order == "seed" else signature
+
+
+def _shaped_signature(shape: OutputShape) -> type[dspy.Signature]:
     """`ExtractEdges` with the reply shape the model writes.
 
     `seed`: the seed's edge objects (camelCase keys, ISO 8601 instants). `compact`: subject, type,

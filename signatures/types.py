@@ -9,7 +9,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 AttributeKind = Literal["string", "number", "integer", "boolean"]
@@ -67,13 +75,20 @@ class EdgeAttribute(_CamelModel):
     description: str = ""
 
 
+EntityTypeName = Annotated[Text, Field(min_length=1)]
+
+
 class EdgeType(_CamelModel):
-    """A relationship type the caller cares about, with its meaning and optional attributes."""
+    """A relationship type the caller cares about, with its meaning and optional attributes.
+
+    `source_types` / `target_types` are its signature: the entity types its source and target may
+    have (None: any). Each must be the type of some entity of the episode (checked by `Episode`).
+    """
 
     name: Text = Field(min_length=1)
     description: Text = ""
-    source_types: list[str] | None = None
-    target_types: list[str] | None = None
+    source_types: list[EntityTypeName] | None = None
+    target_types: list[EntityTypeName] | None = None
     symmetric: bool = False
     attributes: list[EdgeAttribute] = Field(default_factory=list)
 
@@ -190,6 +205,30 @@ class Episode(_CamelModel):
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         return _as_utc(value)
+
+    @field_validator("edge_types")
+    @classmethod
+    def _known_entity_types(cls, value: list[EdgeType], info: ValidationInfo) -> list[EdgeType]:
+        """A signature may name only entity types the episode's entities have (when they have any).
+
+        A misspelt type in `sourceTypes` would otherwise make every edge of that type impossible and
+        drop it; an error that names the field is the clearer outcome.
+        """
+        known = {entity.type for entity in info.data.get("entities") or [] if entity.type}
+        if not known:
+            return value  # untyped entities: signatures cannot apply, and are not an error
+        for index, edge_type in enumerate(value):
+            for field, names in (
+                ("sourceTypes", edge_type.source_types),
+                ("targetTypes", edge_type.target_types),
+            ):
+                unknown = [name for name in names or [] if name not in known]
+                if unknown:
+                    raise ValueError(
+                        f"edgeTypes[{index}].{field}: {', '.join(map(repr, unknown))} is not the type of any "
+                        f"entity of this episode (entity types: {', '.join(sorted(known))})"
+                    )
+        return value
 
     def edge_type(self, name: str) -> EdgeType | None:
         return next((t for t in self.edge_types if t.name == name), None)

@@ -45,6 +45,13 @@ class ScriptedLM(dspy.BaseLM):
         )
 
 
+class SchemaLM(ScriptedLM):
+    """A scripted model that takes a JSON schema (`response_format`), as a self-hosted server does."""
+
+    supports_response_schema = True
+    supported_params = frozenset({"response_format"})
+
+
 def edges_reply(*edges: dict[str, Any]) -> str:
     """A JSONAdapter-style reply for ExtractEdges."""
     return json.dumps({"edges": list(edges)})

@@ -7,7 +7,7 @@ import json
 
 import dspy
 import pytest
-from fakes import ScriptedLM, edge, edges_reply, output_field
+from fakes import SchemaLM, ScriptedLM, edge, edges_reply, output_field
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.runtime.lm import lm_context
@@ -94,10 +94,6 @@ def test_compact_shape_reply_becomes_seed_edges_with_the_vocabulary_on_its_keys(
                 ]
             }
         )
-
-    class SchemaLM(ScriptedLM):  # a model that takes a JSON schema, as a self-hosted server does
-        supports_response_schema = True
-        supported_params = frozenset({"response_format"})
 
     result = _run(EdgeExtractor(output_shape="compact"), SchemaLM(respond), episode_fields)
     assert [(e.source_entity_name, e.relationship_type, e.target_entity_name) for e in result.edges] == [

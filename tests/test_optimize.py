@@ -428,16 +428,16 @@ def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
     from edgewise.optimize.artifact import shipped_programs
 
     shipped = shipped_programs()
-    assert {"qwen2.5-coder-1.5b-gold", "qwen2.5-coder-0.5b-gold"} <= set(shipped)
+    assert {"qwen2.5-coder-1.5b-gold", "qwen2.5-coder-0.5b-gold", "baseline-v1"} <= set(shipped)
     for name, directory in shipped.items():
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # compiled with this edgewise and dspy: no version warning
             program = load(name)
         assert isinstance(program, EdgeExtractor)
         manifest = json.loads((directory / MANIFEST_FILE).read_text())
-        assert (
-            manifest["status"] == "complete" and manifest["dev_score_after"] >= manifest["dev_score_before"]
-        )
+        assert manifest["status"] == "complete"
+        if manifest["optimizer"] != "none":  # baseline-v1 is frozen, not compiled: it has no dev scores
+            assert manifest["dev_score_after"] >= manifest["dev_score_before"]
         text = "".join(p.read_text() for p in directory.iterdir())
         assert "api_key" not in text and "api_base" not in text and "127.0.0.1" not in text
 

@@ -1,0 +1,139 @@
+"""Type signatures: which entity types a relationship type connects, and in which direction.
+
+A relationship type may declare them (`sourceTypes` / `targetTypes` on an edge type, as Graphiti's
+`edge_type_map` does); where an episode declares none, a compiled program carries the signatures its
+labeled train split uses: every (source type, relationship type, target type) of a gold edge.
+
+Half of a small model's right entity pairs come back with a wrong type or direction (WORKS_AT for
+STUDIES_AT, a reversed PARENT_OF). `check_signatures` flips an edge whose reverse is allowed and its
+own direction not, and drops one that no direction allows; each change is a warning. An edge whose
+ends have no entity type, or whose type no signature mentions, is left as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edgewise.signatures.types import Edge, Episode, ExtractionWarning, LabeledEpisode
+
+STATE_KEY: Final = "type_signatures"
+"""The key of the learned signatures in a compiled program's `program.json`."""
+
+Triple = tuple[str, str, str]
+
+
+class TypeSignatures(BaseModel):
+    """Learned (source entity type, relationship type, target entity type) triples."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    triples: tuple[Triple, ...] = Field(default_factory=tuple)
+
+    def allows(self, relationship_type: str) -> dict[tuple[str, str], None] | None:
+        """The (source type, target type) pairs `relationship_type` may connect; None: no signature."""
+        pairs = {(source, target): None for source, kind, target in self.triples if kind == relationship_type}
+        return pairs or None
+
+    def listing(self) -> list[str]:
+        """One line per triple, as a manifest lists them: `Person -WORKS_AT-> Organization`."""
+        return [f"{source} -{kind}-> {target}" for source, kind, target in self.triples]
+
+
+def learn_type_signatures(episodes: Iterable[LabeledEpisode]) -> TypeSignatures:
+    """Every (source type, relationship type, target type) that a gold edge of `episodes` uses."""
+    found: set[Triple] = set()
+    for episode in episodes:
+        types = {entity.name: entity.type for entity in episode.entities}
+        for edge in episode.edges:
+            source, target = types.get(edge.source_entity_name), types.get(edge.target_entity_name)
+            if source and target:
+                found.add((source, edge.relationship_type, target))
+    return TypeSignatures(triples=tuple(sorted(found)))
+
+
+class PairRule:
+    """What an episode allows for one relationship type: declared types first, then learned ones."""
+
+    def __init__(self, episode: Episode, signatures: TypeSignatures | None) -> None:
+        self._declared: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {
+            edge_type.name: (
+                frozenset(edge_type.source_types) if edge_type.source_types is not None else None,
+                frozenset(edge_type.target_types) if edge_type.target_types is not None else None,
+            )
+            for edge_type in episode.edge_types
+            if edge_type.source_types is not None or edge_type.target_types is not None
+        }
+        self._learned = signatures
+        self.symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
+
+    def constrained(self, relationship_type: str) -> bool:
+        return relationship_type in self._declared or (
+            self._learned is not None and self._learned.allows(relationship_type) is not None
+        )
+
+    def allowed(self, relationship_type: str, source_type: str | None, target_type: str | None) -> bool:
+        """Whether the type may go from an entity of `source_type` to one of `target_type`.
+
+        Untyped ends and unconstrained types are always allowed: nothing is known against them. A
+        symmetric type may go either way.
+        """
+        if source_type is None or target_type is None or not self.constrained(relationship_type):
+            return True
+        return self._one_way(relationship_type, source_type, target_type) or (
+            relationship_type in self.symmetric and self._one_way(relationship_type, target_type, source_type)
+        )
+
+    def _one_way(self, relationship_type: str, source_type: str, target_type: str) -> bool:
+        if relationship_type in self._declared:
+            sources, targets = self._declared[relationship_type]
+            return (sources is None or source_type in sources) and (targets is None or target_type in targets)
+        assert self._learned is not None
+        return (source_type, target_type) in (self._learned.allows(relationship_type) or {})
+
+    def types_between(
+        self, source_type: str | None, target_type: str | None, names: Sequence[str]
+    ) -> list[str]:
+        """Of `names`, the relationship types allowed from `source_type` to `target_type`."""
+        return [name for name in names if self.allowed(name, source_type, target_type)]
+
+
+def check_signatures(
+    edges: list[Edge], episode: Episode, signatures: TypeSignatures | None, warnings: list[ExtractionWarning]
+) -> list[Edge]:
+    """Flip reversed edges and drop impossible ones under the episode's (or the learned) signatures."""
+    rule = PairRule(episode, signatures)
+    types = {entity.name: entity.type for entity in episode.entities}
+    kept: list[Edge] = []
+    for edge in edges:
+        source, target = types.get(edge.source_entity_name), types.get(edge.target_entity_name)
+        kind = edge.relationship_type
+        if rule.allowed(kind, source, target):
+            kept.append(edge)
+        elif rule.allowed(kind, target, source):
+            warnings.append(
+                ExtractionWarning(
+                    code="direction_flipped",
+                    message=f"{kind} goes from {target} to {source}: source and target swapped",
+                    edge=edge.to_json_dict(),
+                )
+            )
+            kept.append(
+                edge.model_copy(
+                    update={
+                        "source_entity_name": edge.target_entity_name,
+                        "target_entity_name": edge.source_entity_name,
+                    }
+                )
+            )
+        else:
+            warnings.append(
+                ExtractionWarning(
+                    code="type_signature",
+                    message=f"dropped: {kind} does not connect {source} and {target}",
+                    edge=edge.to_json_dict(),
+                )
+            )
+    return kept
