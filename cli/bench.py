@@ -63,9 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--programs",
         default=DEFAULT_PROGRAMS,
-        help="comma-separated programs: seed (the verbatim seed prompt), seed-structured, default "
-        f"(the uncompiled EdgeExtractor), or compiled program directories/names (default: {DEFAULT_PROGRAMS}). "
-        "Example: --programs seed,default,runs/prog",
+        help="comma-separated programs: seed (the verbatim seed prompt), seed-structured, graphiti (Graphiti's "
+        "edge prompt, rendered by the installed graphiti-core), graphiti-structured, default (the uncompiled "
+        f"EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
+        f"{DEFAULT_PROGRAMS}). Example: --programs graphiti-structured,baseline-v1,runs/prog",
     )
     parser.add_argument(
         "--baseline",

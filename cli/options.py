@@ -140,7 +140,8 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
 
 
 _PROGRAM_HELP: Final = (
-    "compiled program directory or shipped name, or default / seed / seed-structured (default: default). "
+    "compiled program directory or shipped name, or default / seed / seed-structured / graphiti / "
+    "graphiti-structured (default: default). "
     "Example: --program runs/prog"
 )
 

@@ -1,0 +1,1 @@
+"""Drop-in adapters for memory systems that run their own extraction prompts (Graphiti)."""

@@ -1,0 +1,214 @@
+"""`EdgewiseLLMClient`: Graphiti's edge extraction answered by an edgewise program, in one line.
+
+    graphiti = Graphiti(uri, user, password,
+                        llm_client=EdgewiseLLMClient(OpenAIClient(), program="default", model="local"))
+
+Graphiti sends every LLM call to its `LLMClient`. This client answers one of them, the edge
+extraction (`prompt_name == "extract_edges.edge"`, response model `ExtractedEdges`), from an edgewise
+program on an edgewise model: the local model it starts itself, any LiteLLM model string, or a
+server at `api_base`. Every other call (entity extraction, deduplication, summaries) goes to the
+wrapped client unchanged. The episode is read back from Graphiti's rendered prompt
+(`graphiti_prompt.read_edge_prompt`); if it cannot be read, the call goes to the wrapped client and
+a warning says so, once.
+
+Dates: Graphiti asks its timestamp prompt (`extract_edges.extract_timestamps`) again for an edge
+whose two dates are null. For a fact edgewise just extracted, this client answers with edgewise's
+own dates, so that a deliberate null stays null.
+
+Failures: the edge call runs through Graphiti's own retry (`_generate_response_with_retry`), and an
+edgewise model failure is raised as the exception Graphiti's clients raise for it (`RateLimitError`
+for a rate limit, an httpx 5xx `HTTPStatusError` for a server, connection or timeout failure), so
+Graphiti retries it as it would its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from contextlib import ExitStack
+from contextvars import ContextVar
+from typing import Any, Final
+
+import httpx
+from graphiti_core.llm_client.client import LLMClient
+from graphiti_core.llm_client.config import DEFAULT_MAX_TOKENS, LLMConfig, ModelSize
+from graphiti_core.llm_client.errors import RateLimitError
+from graphiti_core.prompts.models import Message
+from pydantic import ValidationError
+
+from edgewise.integrations.graphiti_prompt import UnreadablePrompt, read_edge_prompt, read_fact
+from edgewise.runtime.faults import (
+    REASON_CONNECTION,
+    REASON_INVALID_RESPONSE,
+    REASON_RATE_LIMITED,
+    REASON_SERVER_ERROR,
+    REASON_TIMEOUT,
+    failure_reason,
+)
+from edgewise.signatures.types import Edge, Episode, format_utc
+
+logger = logging.getLogger("edgewise.integrations.graphiti")
+
+EDGE_PROMPT: Final = "extract_edges.edge"
+TIMESTAMP_PROMPT: Final = "extract_edges.extract_timestamps"
+_REMEMBERED_FACTS: Final = 4096
+_SERVER_REASONS: Final = frozenset(
+    {REASON_SERVER_ERROR, REASON_CONNECTION, REASON_TIMEOUT, REASON_INVALID_RESPONSE}
+)
+
+_pending_episode: ContextVar[tuple[Episode, bool] | None] = ContextVar(
+    "edgewise_graphiti_episode", default=None
+)
+
+
+class EdgewiseLLMClient(LLMClient):
+    """A Graphiti `LLMClient` whose edge extraction is an edgewise program (see the module docstring).
+
+    `program`: a program name or directory, as `edgewise extract --program` takes (default `default`).
+    `model`, `api_base`, `api_key`: the edgewise model (default `local`, started on first use and
+    stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field
+    (`max_tokens`, `max_retries`, ...). `lm`: a ready DSPy LM instead (one you manage yourself).
+    """
+
+    def __init__(
+        self,
+        inner: LLMClient,
+        *,
+        program: str = "default",
+        model: str = "local",
+        api_base: str | None = None,
+        api_key: str | None = None,
+        lm: Any | None = None,
+        **lm_options: Any,
+    ) -> None:
+        super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
+        from edgewise.optimize.programs import resolve_program
+
+        self.inner = inner
+        self.program_name = program
+        self._closed_program = resolve_program(program)
+        self._open_program = resolve_program(program, open_types=True)
+        self._lm = lm
+        self._lm_settings = {"model": model, "api_base": api_base, "api_key": api_key, **lm_options}
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+        self._dates: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
+        self._warned = False
+
+    # -- Graphiti's entry point ---------------------------------------------------------------------
+
+    async def generate_response(
+        self,
+        messages: list[Message],
+        response_model: Any = None,
+        max_tokens: int | None = None,
+        model_size: ModelSize = ModelSize.medium,
+        group_id: str | None = None,
+        prompt_name: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        if prompt_name == EDGE_PROMPT and getattr(response_model, "__name__", "") == "ExtractedEdges":
+            try:
+                read = read_edge_prompt(messages)
+            except (UnreadablePrompt, ValidationError) as problem:
+                self._warn_once(
+                    f"Graphiti's edge prompt could not be read ({problem}); the wrapped client answers it"
+                )
+            else:
+                token = _pending_episode.set((read.episode, read.strict_types))
+                try:
+                    return await self._generate_response_with_retry(
+                        messages, response_model, max_tokens or DEFAULT_MAX_TOKENS, model_size
+                    )
+                finally:
+                    _pending_episode.reset(token)
+        if prompt_name == TIMESTAMP_PROMPT:
+            fact = read_fact(messages)
+            with self._lock:
+                dates = self._dates.get(fact.strip()) if fact else None
+            if dates is not None:
+                return {"valid_at": dates[0], "invalid_at": dates[1]}
+        return await self.inner.generate_response(
+            messages, response_model, max_tokens, model_size, group_id, prompt_name, **options
+        )
+
+    async def _generate_response(
+        self,
+        messages: list[Message],
+        response_model: Any = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        model_size: ModelSize = ModelSize.medium,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The edge call, answered by edgewise (only reached from `generate_response`)."""
+        pending = _pending_episode.get()
+        if pending is None:  # not an edge call of ours: Graphiti called the hook directly
+            return await self.inner._generate_response(messages, response_model, max_tokens, model_size)
+        episode, strict = pending
+        from edgewise.runtime.lm import lm_context
+
+        # Graphiti's strict mode allows only its fact types; otherwise its prompt lets the model name new ones.
+        program = self._closed_program if strict else self._open_program
+        try:
+            with lm_context(self._ensure_lm()):
+                result = await asyncio.to_thread(lambda: program(episode).result)
+        except Exception as error:
+            raise graphiti_error(error) from error
+        return {"edges": [self._graphiti_edge(edge) for edge in result.edges]}
+
+    def _graphiti_edge(self, edge: Edge) -> dict[str, Any]:
+        valid_at = format_utc(edge.valid_at) if edge.valid_at else None
+        invalid_at = format_utc(edge.invalid_at) if edge.invalid_at else None
+        with self._lock:
+            self._dates[edge.fact.strip()] = (valid_at, invalid_at)
+            while len(self._dates) > _REMEMBERED_FACTS:
+                self._dates.popitem(last=False)
+        return {
+            "source_entity_name": edge.source_entity_name,
+            "target_entity_name": edge.target_entity_name,
+            "relation_type": edge.relationship_type,
+            "fact": edge.fact,
+            "valid_at": valid_at,
+            "invalid_at": invalid_at,
+            "episode_indices": [0],
+        }
+
+    # -- the edgewise model ---------------------------------------------------------------------------
+
+    def _ensure_lm(self) -> Any:
+        """The edgewise LM, opened on first use (a local model's server is started then)."""
+        with self._lock:
+            if self._lm is None:
+                from edgewise.runtime.lm import LMConfig, open_lm
+
+                self._lm = self._stack.enter_context(open_lm(LMConfig(**self._lm_settings)))
+            return self._lm
+
+    def close(self) -> None:
+        """Stop the local model server this client started (if any)."""
+        self._stack.close()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def _warn_once(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(message)
+
+
+def graphiti_error(error: BaseException) -> BaseException:
+    """The exception Graphiti's own clients raise for this edgewise failure (what its retry checks)."""
+    reason = failure_reason(error)
+    if reason == REASON_RATE_LIMITED:
+        return RateLimitError(f"edgewise: {error}")
+    if reason in _SERVER_REASONS:
+        status = getattr(error, "status", None)
+        status = status if isinstance(status, int) and 500 <= status < 600 else 503
+        request = httpx.Request("POST", "http://127.0.0.1/edgewise")
+        return httpx.HTTPStatusError(
+            f"edgewise: {reason}: {error}", request=request, response=httpx.Response(status, request=request)
+        )
+    return error
