@@ -192,11 +192,6 @@ def missing_parts(spec: LocalModelSpec) -> list[ModelPart]:
     return [part for part in spec.parts if find_part(part) is None]
 
 
-def is_installed(spec: LocalModelSpec) -> bool:
-    """True when every part package of ``spec`` is installed."""
-    return not missing_parts(spec)
-
-
 def is_assembled(spec: LocalModelSpec, cache_dir: Path | None = None) -> bool:
     """True when the assembled file is in the cache (only a hash-checked file ever gets its final name)."""
     target = model_path(spec, cache_dir)

