@@ -158,12 +158,20 @@ class OptimizeReport:
             f"  LM calls: {total.calls} ({search.calls} in the search{cap}, the rest in dev evaluations); "
             f"tokens billed: {total.prompt_tokens} prompt + {total.completion_tokens} completion"
         )
-        scores = ", ".join(f"{score:.3f}" for score in self.candidate_scores)
-        lines.append(
-            f"  candidates scored on dev: {self.candidates}"
-            + (f" (mean episode F1: {scores})" if scores else "")
-            + f"; wall time: {self.wall_s:.1f} s"
-        )
+        levers = self.manifest.notes.get("levers")
+        if levers is not None:
+            kept = [f"{row['lever']}={row['value']}" for row in levers if row["kept"]]
+            lines.append(
+                f"  levers judged on dev: {sum(row['difference'] is not None for row in levers)} of {len(levers)}; "
+                f"kept: {', '.join(kept) or 'none'}; wall time: {self.wall_s:.1f} s"
+            )
+        else:
+            scores = ", ".join(f"{score:.3f}" for score in self.candidate_scores)
+            lines.append(
+                f"  candidates scored on dev: {self.candidates}"
+                + (f" (mean episode F1: {scores})" if scores else "")
+                + f"; wall time: {self.wall_s:.1f} s"
+            )
         lines.append(f"  program: {self.out_dir}")
         if self.error:
             lines.append(f"  stopped by: {self.error}")

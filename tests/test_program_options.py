@@ -405,6 +405,7 @@ def test_optimize_program_learns_signatures_keeps_what_helps_and_records_it(tmp_
             progress=io.StringIO(),
         )
     assert report.before.edge_f1 == 0.0 and report.after.edge_f1 == 1.0
+    assert "levers judged on dev: 1 of 2; kept: type_signatures=True" in report.summary()  # no date to judge
     manifest = json.loads((tmp_path / "prog" / MANIFEST_FILE).read_text())
     assert manifest["settings"]["program_options"]["type_signatures"] is True
     assert manifest["settings"]["program_options"]["fact_dates"] is False
