@@ -10,6 +10,7 @@ import importlib.metadata
 
 import edgewise.runtime.offline  # noqa: F401  (must run before dspy/litellm are imported)
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.options import ProgramOptions
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 from edgewise.optimize.artifact import load
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
@@ -35,6 +36,7 @@ __all__ = [
     "ExtractionResult",
     "ExtractionWarning",
     "LMConfig",
+    "ProgramOptions",
     "SeedPromptExtractor",
     "build_lm",
     "lm_context",

@@ -428,7 +428,12 @@ def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
     from edgewise.optimize.artifact import shipped_programs
 
     shipped = shipped_programs()
-    assert {"qwen2.5-coder-1.5b-gold", "qwen2.5-coder-0.5b-gold", "baseline-v1"} <= set(shipped)
+    assert {
+        "qwen2.5-coder-1.5b-gold",
+        "qwen2.5-coder-0.5b-gold",
+        "qwen2.5-coder-1.5b-program",
+        "baseline-v1",
+    } <= set(shipped)
     for name, directory in shipped.items():
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # compiled with this edgewise and dspy: no version warning
