@@ -18,9 +18,8 @@ from typing import Any, Final
 import dspy
 
 from edgewise.integrations.graphiti_prompt import GENERIC_LABEL
-from edgewise.modules.extractor import STEP_EXTRACT, as_episode, count_parse_failures, result_prediction
-from edgewise.modules.postprocess import postprocess
-from edgewise.modules.seed_prompt import parse_tolerant, reply_text
+from edgewise.modules.extractor import STEP_EXTRACT, as_episode, result_prediction
+from edgewise.modules.seed_prompt import cleaned_prediction, configured_lm, parse_tolerant, reply_text
 from edgewise.modules.usage import track_step
 from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionResult, ExtractionWarning, StepUsage
 
@@ -83,9 +82,7 @@ class GraphitiPromptExtractor(dspy.Module):
         episode = as_episode(episode, **fields)
         if not episode.entities:
             return result_prediction(ExtractionResult())
-        lm = dspy.settings.lm
-        if lm is None:
-            raise RuntimeError("no language model configured: pass --model or call dspy.configure(lm=...)")
+        lm = configured_lm()
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
         kwargs: dict[str, Any] = {}
@@ -121,10 +118,4 @@ class GraphitiPromptExtractor(dspy.Module):
                 )
                 for edge in parsed.edges
             ]
-        edges, cleanup_warnings = postprocess(raw, episode)
-        warnings.extend(cleanup_warnings)
-        return result_prediction(
-            ExtractionResult(
-                edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
-            )
-        )
+        return cleaned_prediction(raw, episode, usage, warnings)

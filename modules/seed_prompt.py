@@ -210,6 +210,27 @@ def reply_text(outputs: list[Any]) -> str:
     return (first.get("text") or "") if isinstance(first, dict) else str(first or "")
 
 
+def configured_lm() -> dspy.BaseLM:
+    """The caller's DSPy LM, which a prompt baseline calls directly (its messages are the prompt's own)."""
+    lm = dspy.settings.lm
+    if lm is None:
+        raise RuntimeError("no language model configured: pass --model or call dspy.configure(lm=...)")
+    return lm
+
+
+def cleaned_prediction(
+    raw: list[ExtractedEdge], episode: Episode, usage: dict[str, StepUsage], warnings: list[ExtractionWarning]
+) -> dspy.Prediction:
+    """A prompt baseline's raw edges through the same post-processing as every program (open types)."""
+    edges, cleanup_warnings = postprocess(raw, episode)
+    warnings.extend(cleanup_warnings)
+    return result_prediction(
+        ExtractionResult(
+            edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
+        )
+    )
+
+
 class SeedPromptExtractor(dspy.Module):
     """The seed prompt as a program with the same interface and post-processing as `EdgeExtractor`."""
 
@@ -222,9 +243,7 @@ class SeedPromptExtractor(dspy.Module):
         episode = as_episode(episode, **fields)
         if not episode.entities:
             return result_prediction(ExtractionResult())
-        lm = dspy.settings.lm
-        if lm is None:
-            raise RuntimeError("no language model configured: pass --model or call dspy.configure(lm=...)")
+        lm = configured_lm()
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
         context = seed_context(episode)
@@ -235,13 +254,7 @@ class SeedPromptExtractor(dspy.Module):
                 break
             hinted = {**context, "customPrompt": _with_missed_facts(context["customPrompt"], missing)}
             raw = raw + self._extract(lm, hinted, usage, warnings)
-        edges, cleanup_warnings = postprocess(raw, episode)
-        warnings.extend(cleanup_warnings)
-        return result_prediction(
-            ExtractionResult(
-                edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
-            )
-        )
+        return cleaned_prediction(raw, episode, usage, warnings)
 
     def _ask(
         self,
