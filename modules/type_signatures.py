@@ -32,9 +32,11 @@ class TypeSignatures(BaseModel):
 
     triples: tuple[Triple, ...] = Field(default_factory=tuple)
 
-    def allows(self, relationship_type: str) -> dict[tuple[str, str], None] | None:
+    def allows(self, relationship_type: str) -> frozenset[tuple[str, str]] | None:
         """The (source type, target type) pairs `relationship_type` may connect; None: no signature."""
-        pairs = {(source, target): None for source, kind, target in self.triples if kind == relationship_type}
+        pairs = frozenset(
+            (source, target) for source, kind, target in self.triples if kind == relationship_type
+        )
         return pairs or None
 
     def listing(self) -> list[str]:
@@ -91,7 +93,7 @@ class PairRule:
             sources, targets = self._declared[relationship_type]
             return (sources is None or source_type in sources) and (targets is None or target_type in targets)
         assert self._learned is not None
-        return (source_type, target_type) in (self._learned.allows(relationship_type) or {})
+        return (source_type, target_type) in (self._learned.allows(relationship_type) or frozenset())
 
     def types_between(
         self, source_type: str | None, target_type: str | None, names: Sequence[str]
