@@ -1,0 +1,1 @@
+../../edgewise/__init__.py

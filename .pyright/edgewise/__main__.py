@@ -1,0 +1,1 @@
+../../edgewise/__main__.py
