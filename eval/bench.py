@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
-from edgewise.eval.intervals import bootstrap_ci
+from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
 from edgewise.eval.paired import PairedDifference, paired_on_shared
 from edgewise.eval.records import Count, EpisodeScore, SplitScore
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
@@ -44,10 +44,6 @@ from edgewise.signatures.types import Episode, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 EpisodeStatus = Literal["ok", "failed"]
-
-BOOTSTRAP_RESAMPLES: Final[int] = 1000
-"""Resamples behind each edge-F1 interval: enough for a stable 95% percentile interval in well under
-a second on a few hundred episodes."""
 
 _ERROR_MESSAGE_CHARS: Final[int] = 500
 """A provider error can carry a whole HTTP body; the report keeps its start."""
@@ -185,7 +181,7 @@ class BenchReport(BaseModel):
     reflexion_rounds: int | None = None
     open_types: bool = False
     baseline: str | None = None
-    bootstrap_resamples: int = BOOTSTRAP_RESAMPLES
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
     models: list[str]
     programs: list[str]
     data: DataSummary
@@ -348,7 +344,7 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     summary.scores = aggregate(state.scores)
     completed = [score for score, run in zip(state.scores, runs, strict=True) if run.status == "ok"]
     summary.scores_completed = aggregate(completed) if completed else None
-    summary.edge_f1_ci95 = bootstrap_ci(state.scores, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    summary.edge_f1_ci95 = bootstrap_ci(state.scores, n_resamples=DEFAULT_RESAMPLES, seed=seed)
     per_source = summary.scores.per_source.values()
     summary.edge_f1_macro_sources = (
         sum(s.edge_f1 for s in per_source) / len(per_source) if per_source else None

@@ -10,15 +10,12 @@ contains 0 is no difference.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from edgewise.eval.intervals import Stat, stat_columns
+from edgewise.eval.intervals import DEFAULT_RESAMPLES, Stat, bootstrap, stat_columns
 from edgewise.eval.records import EpisodeScore
-
-DEFAULT_RESAMPLES: Final = 2000
-_CI_LEVEL: Final = 0.95
 
 
 class PairedDifference(NamedTuple):
@@ -59,10 +56,10 @@ def paired_difference(
     """`stat(candidate) - stat(baseline)` and its percentile 95% interval over paired episode resamples.
 
     The two lists must score the same episodes in the same order (checked by id); an item is an
-    `EpisodeScore` or anything with its counts and an `id` (a bench's `EpisodeRun`). numpy draws the
-    resampled indices for all resamples at once; each resample's statistic is built from column
-    sums exactly as `bootstrap_ci` builds one program's. Resamples where the statistic is undefined
-    for either program (no matched edge for a date accuracy) are skipped.
+    `EpisodeScore` or anything with its counts and an `id` (a bench's `EpisodeRun`). The resampling is
+    `edgewise.eval.intervals.bootstrap`, the one `bootstrap_ci` uses, with both programs' columns
+    resampled together. Resamples where the statistic is undefined for either program (no matched
+    edge for a date accuracy) are skipped.
     """
     if len(baseline) != len(candidate):
         raise ValueError(
@@ -77,22 +74,21 @@ def paired_difference(
         raise ValueError(
             f"paired_difference: position {i} scores {_episode_id(baseline[i])!r} and {_episode_id(candidate[i])!r}"
         )
-    rows_a = np.asarray(stat_columns(baseline, stat)[0], dtype=float)
-    rows_b = np.asarray(stat_columns(candidate, stat)[0], dtype=float)
+    rows_a, build = stat_columns(baseline, stat)
+    rows_b, _ = stat_columns(candidate, stat)
     n = len(baseline)
-    _, build = stat_columns([], stat)
-    observed = build(tuple(rows_b.sum(axis=0)), n) - build(tuple(rows_a.sum(axis=0)), n)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n, size=(n_resamples, n))
-    sums_a = rows_a[picks].sum(axis=1)
-    sums_b = rows_b[picks].sum(axis=1)
-    values = np.array([build(tuple(b), n) - build(tuple(a), n) for a, b in zip(sums_a, sums_b, strict=True)])
-    values = values[~np.isnan(values)]
-    if values.size == 0:
+    # Summed by numpy like each resample, so that a macro average is the same float in both.
+    totals = [tuple(np.asarray(rows, dtype=float).sum(axis=0)) for rows in (rows_a, rows_b)]
+    observed = build(totals[1], n) - build(totals[0], n)
+    interval = bootstrap(
+        [rows_a, rows_b],
+        lambda sums: build(sums[1], n) - build(sums[0], n),
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    if interval is None:
         raise ValueError(f"paired_difference: {stat} is undefined on these episodes (nothing to judge)")
-    tail = (1.0 - _CI_LEVEL) / 2
-    low, high = np.quantile(values, [tail, 1.0 - tail])
-    return PairedDifference(float(observed), float(low), float(high), n)
+    return PairedDifference(float(observed), *interval, n)
 
 
 def paired_on_shared(
