@@ -9,17 +9,10 @@ from pathlib import Path
 
 from edgewise.cli import add_command
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
-from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
+from edgewise.optimize.budget import DEV_SHARE_OF_BUDGET, MIN_SELECTION_DEV
 from edgewise.optimize.program_search import LEVERS
-from edgewise.optimize.run import (
-    AUTO_LEVELS,
-    DEFAULT_DEMO_THRESHOLD,
-    DEFAULT_GOLD_CANDIDATES,
-    DEFAULT_MINIBATCH_SIZE,
-    MIN_SELECTION_DEV,
-    OPTIMIZERS,
-    optimize,
-)
+from edgewise.optimize.run import optimize
+from edgewise.optimize.settings import AUTO_LEVELS, DEFAULTS, OPTIMIZERS, OptimizeSettings
 from edgewise.runtime.lm import LMConfig, lm_context, open_lm
 from edgewise.signatures.extract_edges import OUTPUT_SHAPES
 
@@ -41,6 +34,8 @@ EXAMPLES = """examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """The `optimize` subcommand; every default and every default its help names is `DEFAULTS`'s."""
+    own_candidates = OptimizeSettings.DEFAULT_CANDIDATES
     parser = add_command(subparsers, "optimize", HELP, DESCRIPTION, EXAMPLES)
     parser.add_argument(
         "--out",
@@ -51,19 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--optimizer",
         choices=OPTIMIZERS,
-        default="bootstrap",
+        default=DEFAULTS.optimizer,
         help="mipro = MIPROv2 (instructions and demos), gepa = GEPA (instructions, from the metric's "
-        "feedback), bootstrap = bootstrapped demos with random search (default), gold = seeded picks of "
+        "feedback), bootstrap = bootstrapped demos with random search, gold = seeded picks of "
         "labeled training episodes as demos (no teacher), each scored on dev, program = what the model is "
         "asked to do: input order, pairwise formulation, type signatures learned from --train, dates from "
         "facts, a precision step and (with --gold-demos) gold demos, each kept only when its paired dev "
-        "interval is above 0. Example: --optimizer program --dev-size 40",
+        f"interval is above 0 (default {DEFAULTS.optimizer}). Example: --optimizer program --dev-size 40",
     )
     parser.add_argument(
         "--auto",
         choices=AUTO_LEVELS,
-        default="light",
-        help="search size for mipro and gepa (default light). Example: --auto medium",
+        default=DEFAULTS.auto,
+        help=f"search size for mipro and gepa (default {DEFAULTS.auto}). Example: --auto medium",
     )
     parser.add_argument(
         "--train",
@@ -79,61 +74,67 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dev-size",
         type=int,
+        default=DEFAULTS.dev_size,
         help="score and select on this many --dev episodes, a sample stratified by source (--seed); "
-        f"default: all of them, or with --budget what it affords (a fifth of it, at least "
+        f"default: all of them, or with --budget what it affords ({DEV_SHARE_OF_BUDGET * 100:.0f}%% of it, at least "
         f"{MIN_SELECTION_DEV}). Example: --dev-size 40",
     )
     parser.add_argument(
         "--seed",
         type=int,
-        default=0,
+        default=DEFAULTS.seed,
         help="random seed: the order bootstrap tries training episodes in, mipro's and gepa's sampling "
-        "(default 0). Example: --seed 7",
+        f"(default {DEFAULTS.seed}). Example: --seed 7",
     )
     parser.add_argument(
         "--max-demos",
         type=int,
-        default=4,
-        help="most bootstrapped demos per step (default 4; 0 = instructions only, mipro/gepa). Example: --max-demos 2",
+        default=DEFAULTS.max_demos,
+        help=f"most bootstrapped demos per step (default {DEFAULTS.max_demos}; 0 = instructions only, "
+        "mipro/gepa). Example: --max-demos 2",
     )
     parser.add_argument(
         "--gold-demos",
         type=int,
-        default=0,
+        default=DEFAULTS.gold_demos,
         help="gold: demos per candidate (default: --max-demos); mipro and gepa: start from this many "
-        "gold demos and tune the instructions around them (default 0: none). Example: --gold-demos 3",
+        f"gold demos and tune the instructions around them (default {DEFAULTS.gold_demos}: none). "
+        "Example: --gold-demos 3",
     )
     parser.add_argument(
         "--demo-tokens",
         type=int,
-        default=DEFAULT_DEMO_TOKEN_BUDGET,
+        default=DEFAULTS.demo_tokens,
         help="estimated prompt tokens all gold demos together may take; recorded in the manifest "
-        f"(default {DEFAULT_DEMO_TOKEN_BUDGET}). Example: --demo-tokens 1500",
+        f"(default {DEFAULTS.demo_tokens}). Example: --demo-tokens 1500",
     )
     parser.add_argument(
         "--output-shape",
         choices=OUTPUT_SHAPES,
-        default="seed",
+        default=DEFAULTS.output_shape,
         help="the reply the model writes: seed (the seed's edge objects), compact (short keys, subject "
         "before type before object, dates as days), compact-text-dates (compact, dates also as the text's "
-        "words); results always have the seed's shape (default seed). Example: --output-shape compact",
+        f"words); results always have the seed's shape (default {DEFAULTS.output_shape}). "
+        "Example: --output-shape compact",
     )
     parser.add_argument(
         "--levers",
-        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        type=lambda text: tuple(part.strip() for part in text.split(",") if part.strip()),
+        default=DEFAULTS.levers,
         help=f"program: the levers to try, in this order (default all: {','.join(LEVERS)}). "
         "Example: --levers input_order,type_signatures,precision",
     )
     parser.add_argument(
         "--minibatch-size",
         type=int,
-        default=DEFAULT_MINIBATCH_SIZE,
-        help=f"mipro: dev episodes a trial is scored on (default {DEFAULT_MINIBATCH_SIZE}); the best trials "
+        default=DEFAULTS.minibatch_size,
+        help=f"mipro: dev episodes a trial is scored on (default {DEFAULTS.minibatch_size}); the best trials "
         "are scored on all of dev. Example: --minibatch-size 20",
     )
     parser.add_argument(
         "--budget",
         type=int,
+        default=DEFAULTS.budget,
         help="stop the search after this many LM calls (task and teacher models together, cached replies "
         "included) and keep the best program found; the dev scoring before and after is not counted, and "
         "sizes the dev sample (see --dev-size). Example: --budget 500",
@@ -142,37 +143,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--reflexion-rounds",
         type=int,
-        default=0,
-        help="rounds of missed-fact review in the compiled program (default 0). Example: --reflexion-rounds 1",
+        default=DEFAULTS.reflexion_rounds,
+        help=f"rounds of missed-fact review in the compiled program (default {DEFAULTS.reflexion_rounds}). "
+        "Example: --reflexion-rounds 1",
     )
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="episodes scored concurrently (default 1). Example: --workers 8",
+        default=DEFAULTS.workers,
+        help=f"episodes scored concurrently (default {DEFAULTS.workers}). Example: --workers 8",
     )
     parser.add_argument(
         "--candidates",
         type=int,
-        help="bootstrap: shuffled demo sets tried after the unshuffled one (default 6, so 7 candidates; 0 "
-        "tries the unshuffled one only); mipro: instruction and demo candidates, replacing --auto (needs "
-        f"--trials); gold: demo sets scored on dev (default {DEFAULT_GOLD_CANDIDATES}). Example: --candidates 4",
+        default=DEFAULTS.candidates,
+        help=f"bootstrap: shuffled demo sets tried after the unshuffled one (default {own_candidates['bootstrap']}, "
+        f"so {own_candidates['bootstrap'] + 1} candidates; 0 tries the unshuffled one only); mipro: instruction and "
+        "demo candidates, replacing --auto (needs --trials); gold: demo sets scored on dev (default "
+        f"{own_candidates['gold']}). Example: --candidates 4",
     )
     parser.add_argument(
         "--trials",
         type=int,
+        default=DEFAULTS.trials,
         help="mipro: search trials when --candidates replaces --auto. Example: --trials 8",
     )
     parser.add_argument(
         "--demo-threshold",
         type=float,
-        default=DEFAULT_DEMO_THRESHOLD,
-        help=f"edge-F1 a teacher's answer must reach to become a demo (default {DEFAULT_DEMO_THRESHOLD}). "
+        default=DEFAULTS.demo_threshold,
+        help=f"edge-F1 a teacher's answer must reach to become a demo (default {DEFAULTS.demo_threshold}). "
         "Example: --demo-threshold 0.8",
     )
     parser.add_argument(
         "--log-dir",
         type=Path,
+        default=DEFAULTS.log_dir,
         help="the optimizer's own log: mipro saves every scored candidate there, gepa its state (run again "
         "with the same --log-dir to resume). Example: --log-dir runs/gepa-log",
     )
@@ -218,7 +224,32 @@ def manifest_model(config: LMConfig) -> str:
     return config.model
 
 
+def settings_from_args(args: argparse.Namespace) -> OptimizeSettings:
+    """The run's settings from the flags (checked here, before any model is opened)."""
+    return OptimizeSettings(
+        optimizer=args.optimizer,
+        auto=args.auto,
+        seed=args.seed,
+        max_demos=args.max_demos,
+        budget=args.budget,
+        reflexion_rounds=args.reflexion_rounds,
+        closed_types=not args.open_types,
+        output_shape=args.output_shape,
+        gold_demos=args.gold_demos,
+        demo_tokens=args.demo_tokens,
+        minibatch_size=args.minibatch_size,
+        workers=args.workers,
+        candidates=args.candidates,
+        trials=args.trials,
+        demo_threshold=args.demo_threshold,
+        log_dir=args.log_dir,
+        dev_size=args.dev_size,
+        levers=args.levers,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
     config = config_from_args(args)
     teacher = teacher_config(args, config)
     same_model = teacher is not None and (manifest_model(teacher), teacher.api_base) == (
@@ -238,24 +269,7 @@ def run(args: argparse.Namespace) -> int:
             train=args.train,
             dev=args.dev,
             out=args.out,
-            optimizer=args.optimizer,
-            auto=args.auto,
-            seed=args.seed,
-            max_demos=args.max_demos,
-            budget=args.budget,
-            reflexion_rounds=args.reflexion_rounds,
-            closed_types=not args.open_types,
-            output_shape=args.output_shape,
-            gold_demos=args.gold_demos,
-            demo_tokens=args.demo_tokens,
-            minibatch_size=args.minibatch_size,
-            workers=args.workers,
-            candidates=args.candidates,
-            trials=args.trials,
-            demo_threshold=args.demo_threshold,
-            log_dir=args.log_dir,
-            dev_size=args.dev_size,
-            levers=args.levers,
+            settings=settings,
             progress=sys.stderr,
         )
     print(report.summary())

@@ -28,7 +28,7 @@ from fakes import ScriptedLM
 import edgewise
 from edgewise.cli import build_parser, main
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.optimize import ArtifactError, load, optimize, save
+from edgewise.optimize import ArtifactError, OptimizeSettings, load, optimize, save
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
 from edgewise.runtime.lm import LMConfig, lm_context
 from edgewise.signatures.types import LabeledEpisode
@@ -83,11 +83,18 @@ def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
     return json.dumps(reply)
 
 
+RUN_ARGUMENTS = {"train", "dev", "teacher_lm", "task_model", "teacher_model", "secrets", "progress"}
+"""`optimize()`'s own arguments; every other keyword of `compile_with` is an `OptimizeSettings` field."""
+
+
 def compile_with(out: Path, lm: ScriptedLM | None = None, **kwargs: Any):
     lm = lm or ScriptedLM(respond)
-    options = {"train": TRAIN, "dev": DEV, "max_demos": 2, "progress": io.StringIO()} | kwargs
+    run = {"train": TRAIN, "dev": DEV, "progress": io.StringIO()} | {
+        key: value for key, value in kwargs.items() if key in RUN_ARGUMENTS
+    }
+    fields = {"max_demos": 2} | {key: value for key, value in kwargs.items() if key not in RUN_ARGUMENTS}
     with lm_context(lm):
-        return optimize(task_lm=lm, out=out, **options)
+        return optimize(task_lm=lm, out=out, settings=OptimizeSettings(**fields), **run)
 
 
 def predictor_state(program: dspy.Module) -> list[tuple[str, str, int]]:
@@ -356,6 +363,20 @@ def test_every_optimize_flag_has_help_with_an_example():
             assert "Example:" in (action.help or ""), action.dest
 
 
+def test_the_command_line_defaults_are_the_settings_defaults():
+    from edgewise.cli.optimize import settings_from_args
+    from edgewise.optimize import DEFAULTS
+
+    args = build_parser().parse_args(["optimize", "--out", "runs/prog"])
+    assert settings_from_args(args) == DEFAULTS
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    helps = {action.dest: action.help or "" for action in subparsers.choices["optimize"]._actions}
+    assert f"(default {DEFAULTS.minibatch_size})" in helps["minibatch_size"]
+    assert f"(default {DEFAULTS.demo_threshold})" in helps["demo_threshold"]
+    own = OptimizeSettings.DEFAULT_CANDIDATES
+    assert f"(default {own['bootstrap']}, so {own['bootstrap'] + 1} candidates" in helps["candidates"]
+
+
 # --------------------------------------------------------------------------------------------------
 # The production API on a loaded program
 # --------------------------------------------------------------------------------------------------
@@ -603,7 +624,7 @@ def test_an_instruction_search_tunes_only_the_predictors_the_program_calls(tmp_p
 
 
 def test_searched_predictors_follow_reflexion_rounds_and_declared_attributes():
-    from edgewise.optimize.run import SearchSettings, searched_predictors
+    from edgewise.optimize.dispatch import searched_predictors
 
     with_attributes = labeled(1).model_copy(
         update={
@@ -611,9 +632,13 @@ def test_searched_predictors_follow_reflexion_rounds_and_declared_attributes():
         }
     )
     with_attributes = LabeledEpisode.model_validate(with_attributes.model_dump(by_alias=True))
-    assert searched_predictors(SearchSettings("mipro"), TRAIN) == ("extract",)
-    assert searched_predictors(SearchSettings("mipro", reflexion_rounds=1), TRAIN) == ("extract", "reflect")
-    assert searched_predictors(SearchSettings("gepa"), [*TRAIN, with_attributes]) == ("extract", "attributes")
+    mipro, gepa = OptimizeSettings(optimizer="mipro"), OptimizeSettings(optimizer="gepa")
+    assert searched_predictors(mipro, TRAIN) == ("extract",)
+    assert searched_predictors(OptimizeSettings(optimizer="mipro", reflexion_rounds=1), TRAIN) == (
+        "extract",
+        "reflect",
+    )
+    assert searched_predictors(gepa, [*TRAIN, with_attributes]) == ("extract", "attributes")
 
 
 def test_a_predictor_hidden_from_the_search_is_still_saved_and_loaded(tmp_path):

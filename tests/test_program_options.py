@@ -18,10 +18,10 @@ from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
 from edgewise.modules.postprocess import postprocess
 from edgewise.modules.type_signatures import PairRule, TypeSignatures, learn_type_signatures
-from edgewise.optimize import load, optimize
+from edgewise.optimize import OptimizeSettings, load, optimize
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
+from edgewise.optimize.dev_scoring import dev_score
 from edgewise.optimize.program_search import search_program
-from edgewise.optimize.run import dev_score
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.label_pairs import PairLabel
 from edgewise.signatures.types import Edge, Episode, ExtractedEdge, LabeledEpisode
@@ -400,8 +400,7 @@ def test_optimize_program_learns_signatures_keeps_what_helps_and_records_it(tmp_
             train=[labeled(i) for i in range(4)],
             dev=[labeled(i) for i in range(10, 18)],
             out=tmp_path / "prog",
-            optimizer="program",
-            levers=["fact_dates", "type_signatures"],
+            settings=OptimizeSettings(optimizer="program", levers=("fact_dates", "type_signatures")),
             progress=io.StringIO(),
         )
     assert report.before.edge_f1 == 0.0 and report.after.edge_f1 == 1.0
@@ -430,8 +429,8 @@ def test_optimize_program_learns_signatures_keeps_what_helps_and_records_it(tmp_
 def test_an_unknown_lever_is_refused_before_any_call(tmp_path) -> None:
     lm = ScriptedLM(program_responder)
     with pytest.raises(ValueError, match="unknown lever"):
-        optimize(task_lm=lm, train=[labeled(0)], dev=[labeled(1)], out=tmp_path / "p", optimizer="program",
-                 levers=["speed"], progress=io.StringIO())  # fmt: skip
+        optimize(task_lm=lm, train=[labeled(0)], dev=[labeled(1)], out=tmp_path / "p",
+                 settings=OptimizeSettings(optimizer="program", levers=("speed",)), progress=io.StringIO())  # fmt: skip
     assert lm.calls == []
 
 

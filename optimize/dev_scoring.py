@@ -1,0 +1,73 @@
+"""Scoring a program on the dev split: what every optimizer is selected by and the manifest reports.
+
+Micro edge-F1 is the headline; the per-episode mean F1 is what DSPy's optimizers maximize (they
+average the metric over examples); the per-episode scores, in dev order, are what the paired
+comparison of two programs resamples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, TextIO
+
+import dspy
+from tqdm import tqdm
+
+from edgewise.eval.records import EpisodeScore, f1_of
+from edgewise.eval.scoring import score_episode
+from edgewise.runtime.runner import run_episodes
+from edgewise.signatures.types import ExtractionResult, LabeledEpisode
+
+
+class DevScore(NamedTuple):
+    """A program's score on the dev split: micro edge-F1 (the headline) and the per-episode mean F1.
+
+    The mean is what the optimizers maximize (DSPy averages the metric over examples).
+    """
+
+    edge_f1: float
+    mean_f1: float
+    episodes: int
+    parse_failures: int
+    errors: int
+    episode_scores: tuple[EpisodeScore, ...] = ()
+    """Each dev episode's score, in dev order: what the paired comparison of two programs resamples."""
+
+
+def evaluate_program(
+    program: dspy.Module,
+    episodes: Sequence[LabeledEpisode],
+    *,
+    workers: int = 1,
+    progress: TextIO | None = None,
+    label: str = "dev",
+) -> DevScore:
+    """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges.
+
+    When every episode raised, the first error is raised instead: the model was never reached (a
+    wrong model name, a server down), and a score of 0 would hide that.
+    """
+    results: list[ExtractionResult | None] = []
+    failures = []
+    outcomes = run_episodes(program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers)
+    bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
+    for _, outcome in bar:
+        assert outcome is not None  # every labeled episode has an episode
+        if outcome.result is None:
+            failures.append(outcome.error)
+        results.append(outcome.result)
+    if failures and len(failures) == len(episodes):
+        raise failures[0]
+    return dev_score(episodes, results)
+
+
+def dev_score(episodes: Sequence[LabeledEpisode], results: Sequence[ExtractionResult | None]) -> DevScore:
+    """Score each episode's result (None: the extraction failed, scored as no edges), in episode order."""
+    scores = tuple(
+        score_episode(labeled, result.edges if result else []) for labeled, result in zip(episodes, results)
+    )
+    tp, fp, fn = (sum(getattr(s, name) for s in scores) for name in ("tp", "fp", "fn"))
+    mean = sum(s.f1 for s in scores) / len(scores) if scores else 1.0
+    parse_failures = sum(result.parse_failures for result in results if result)
+    errors = sum(result is None for result in results)
+    return DevScore(f1_of(tp, fp, fn), mean, len(scores), parse_failures, errors, scores)
