@@ -25,7 +25,6 @@ from types import FrameType, TracebackType
 from typing import IO, Any, Final, NamedTuple, Self
 
 from .llama_runtimes import (
-    BUILD_POLICY_ENV,
     HOST_BUILD_SOURCE,
     SERVER_BINARY_ENV,
     SERVER_BINARY_NAME,
@@ -196,7 +195,9 @@ class LocalServer:
     ``with LocalServer(spec) as server:`` gives ``server.api_base`` ("http://127.0.0.1:PORT/v1"),
     ``server.model_name`` (the ``--alias`` clients send) and ``server.pid``. The server's output goes
     to ``server.log_path`` under the cache folder; it is kept when the start fails (its tail is in the
-    error) and removed after a clean stop unless ``keep_log`` is true.
+    error) and removed after a clean stop unless ``keep_log`` is true. ``build`` says whether ``start``
+    may build llama.cpp for this CPU when no installed binary runs the model; None leaves it to
+    ``$EDGEWISE_RUNTIME_BUILD``, the user's setting, read when the server starts.
     """
 
     def __init__(
@@ -213,6 +214,7 @@ class LocalServer:
         extra_args: tuple[str, ...] = (),
         keep_log: bool = False,
         speculative: bool | None = None,
+        build: bool | None = None,
     ) -> None:
         self.spec = spec
         self.model_name = spec.name
@@ -226,6 +228,7 @@ class LocalServer:
         self.extra_args = tuple(extra_args)
         self.speculative = spec.speculative if speculative is None else speculative
         self.keep_log = keep_log
+        self.build = build
         self.port: int | None = None
         self.log_path: Path | None = None
         self.binary: ServerBinary | None = None
@@ -331,7 +334,8 @@ class LocalServer:
                 return
         if any(binary.explicit for binary in candidates):
             raise LocalServerError(no_runtime_message(self.model_name, failures))
-        if build_policy() == "auto" and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
+        may_build = self.build if self.build is not None else build_policy() == "auto"
+        if may_build and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
             print(
                 f"edgewise: no installed llama-server runs {self.model_name!r} on this CPU; building llama.cpp "
                 "for it (once, about 11 minutes on 2 cores) ...",
@@ -583,16 +587,13 @@ def runtime_choice(
 
 
 def _probe(spec: LocalModelSpec, cache_dir: Path | None) -> None:
-    """Start and stop a server for ``spec`` so that every candidate tried gets a verdict; never builds."""
-    previous = os.environ.get(BUILD_POLICY_ENV)
-    os.environ[BUILD_POLICY_ENV] = "never"
+    """Start and stop a server for ``spec`` so that every candidate tried gets a verdict; never builds.
+
+    "Never builds" is the server's own argument, not a changed environment: another thread starting a
+    server meanwhile keeps the user's build setting.
+    """
     try:
-        with LocalServer(spec, cache_dir=cache_dir):
+        with LocalServer(spec, cache_dir=cache_dir, build=False):
             pass
     except (LocalServerError, OSError):
         pass  # the verdicts say what happened
-    finally:
-        if previous is None:
-            os.environ.pop(BUILD_POLICY_ENV, None)
-        else:
-            os.environ[BUILD_POLICY_ENV] = previous

