@@ -18,10 +18,10 @@ from typing import Any, Final
 import dspy
 
 from edgewise.integrations.graphiti_prompt import GENERIC_LABEL
-from edgewise.modules.extractor import STEP_EXTRACT, as_episode, result_prediction
+from edgewise.modules.extractor import STEP_EXTRACT, as_episode
 from edgewise.modules.seed_prompt import cleaned_prediction, configured_lm, parse_tolerant, reply_text
 from edgewise.modules.usage import track_step
-from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionResult, ExtractionWarning, StepUsage
+from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionWarning, StepUsage
 
 _FENCE: Final = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\r?\n?|\r?\n?```[ \t]*$")
 
@@ -80,8 +80,6 @@ class GraphitiPromptExtractor(dspy.Module):
         from graphiti_core.prompts.extract_edges import ExtractedEdges
 
         episode = as_episode(episode, **fields)
-        if not episode.entities:
-            return result_prediction(ExtractionResult())
         lm = configured_lm()
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []

@@ -166,12 +166,6 @@ class EdgeExtractor(dspy.Module):
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
-        if not episode.entities:  # nothing to connect: say so instead of an empty result that looks fine
-            warning = ExtractionWarning(
-                code="no_entities",
-                message="the episode lists no entities, so no edge can connect two of them",
-            )
-            return result_prediction(ExtractionResult(warnings=[warning]))
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
         inputs = extraction_inputs(episode)

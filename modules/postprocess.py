@@ -68,9 +68,9 @@ def parse_date(
     if value is None or value.strip().casefold() in _NULL_DATE_STRINGS:
         return None, None
     text = value.strip()
-    if match := _YEAR.match(text):
-        return datetime(int(match[1]), 1, 1, tzinfo=UTC), None
     try:
+        if match := _YEAR.match(text):
+            return datetime(int(match[1]), 1, 1, tzinfo=UTC), None
         if match := _YEAR_MONTH.match(text):
             return datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC), None
         if match := _DATE.match(text):
@@ -81,7 +81,10 @@ def parse_date(
         return (resolved, None) if resolved is not None else (None, f"unparseable date {value!r}")
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC), None
-    return parsed.astimezone(UTC), None
+    try:
+        return parsed.astimezone(UTC), None
+    except OverflowError:  # 0001-01-01T00:00:00+13:59 is in year 0 in UTC
+        return None, f"date {value!r} is outside the years 1-9999 in UTC"
 
 
 def _warn(code: str, message: str, raw: ExtractedEdge) -> ExtractionWarning:

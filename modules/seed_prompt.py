@@ -241,8 +241,6 @@ class SeedPromptExtractor(dspy.Module):
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
-        if not episode.entities:
-            return result_prediction(ExtractionResult())
         lm = configured_lm()
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []

@@ -25,7 +25,7 @@ from typing import IO, Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.runtime.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.runtime.episode_fields import input_warnings
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
 
@@ -81,6 +81,7 @@ def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
     """Validate one decoded line (or a table row as a dict) into an episode or an input error; never raises.
 
     `line` is None for a row that has no position in a file (a Ray dataset row without a line column).
+    The episode's fields are `Episode`'s, the one input contract of every path; `id` is the line's.
     """
     if not isinstance(data, dict):
         return InputLine(line, None, None, InputError(source, line, None, "expected a JSON object"))
@@ -88,26 +89,14 @@ def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
     if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int | float)):
         return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
-    fields = {key: value for key, value in data.items() if key in _EPISODE_KEYS}
-    unknown = [key for key in data if key not in _EPISODE_KEYS and key != "id"]
     try:
-        episode = Episode.model_validate(fields)
+        episode = Episode.model_validate({key: value for key, value in data.items() if key != "id"})
     except ValidationError as error:
         return InputLine(line, line_id, None, validation_error(source, line, error))
     except RecursionError:
         return InputLine(line, line_id, None, InputError(source, line, None, "nesting too deep"))
-    if not episode.entities:
-        problem = no_entities_message(ENTITIES_FIELD, unknown)
-        return InputLine(line, line_id, None, InputError(source, line, ENTITIES_FIELD, problem))
     where = f"line {line}" if line is not None else "this row"
-    warnings = (ignored_field_warning(where, unknown),) if unknown else ()
-    return InputLine(line, line_id, episode, None, warnings)
-
-
-_EPISODE_KEYS = frozenset(
-    alias for name, field in Episode.model_fields.items() for alias in (name, field.alias) if alias
-)
-ENTITIES_FIELD = "entities"
+    return InputLine(line, line_id, episode, None, input_warnings(where, episode))
 
 
 def read_episode_lines(stream: IO[bytes], source: str, *, skip: int = 0) -> Iterator[InputLine]:

@@ -46,14 +46,10 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.optimize.programs import BUILTIN_PROGRAMS, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
-from edgewise.runtime.jsonl import InputLine, encode_record, parse_episode_line, parse_episode_object
+from edgewise.runtime.jsonl import encode_record
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, build_lm, lm_context
+from edgewise.scale.rows import SOURCE_COLUMN, input_line
 
-# Input columns the stage reads besides the episode's own fields.
-RAW_COLUMN: Final = "raw"  # one JSONL line (bytes or text), parsed as `edgewise extract` parses a line
-LINE_COLUMN: Final = "line"  # the row's line number in its file (kept in the record as "line")
-SOURCE_COLUMN: Final = "source"  # the file the row came from (kept in the record as "source")
-DEFAULT_SOURCE: Final = "<dataset>"
 # The variable an actor reads its key from (LMConfig.from_env); the provider's own one works as well.
 
 OUTPUT_SCHEMA: Final = pa.schema(
@@ -164,24 +160,6 @@ class EpisodeStage:
                 )
             )
         return output_table(done, [row.get(SOURCE_COLUMN) for row in rows])
-
-
-def input_line(row: dict[str, Any]) -> InputLine:
-    """A dataset row as the input line `edgewise extract` would read: a raw JSONL line, or the episode's columns.
-
-    A null column is an absent field (a Parquet table has a value or a null in every column).
-    """
-    line = row.get(LINE_COLUMN)
-    source = row.get(SOURCE_COLUMN) or DEFAULT_SOURCE
-    if RAW_COLUMN in row:
-        raw = row[RAW_COLUMN]
-        return parse_episode_line(raw.encode("utf-8") if isinstance(raw, str) else raw or b"", line, source)
-    fields = {
-        key: value
-        for key, value in row.items()
-        if key not in (LINE_COLUMN, SOURCE_COLUMN) and value is not None
-    }
-    return parse_episode_object(fields, line, source)
 
 
 def output_table(done: Sequence[LineRecord], sources: Sequence[str | None]) -> pa.Table:

@@ -17,17 +17,15 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
-from datetime import datetime
 from functools import partial
 from http import HTTPStatus
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import dspy
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Field, ValidationError
 
 import edgewise
-from edgewise.runtime.episode_fields import ignored_field_warning, no_entities_message
+from edgewise.runtime.episode_fields import input_warnings
 from edgewise.runtime.faults import (
     REASON_AUTH,
     REASON_CONNECTION,
@@ -47,11 +45,12 @@ from edgewise.runtime.faults import (
 from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
 from edgewise.runtime.runner import run_episode
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import EdgeType, Episode, ExtractionResult, ExtractionWarning
+from edgewise.signatures.types import ENTITY_LISTS, Episode, ExtractionResult
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
     from fastapi import Depends, FastAPI, Request
     from fastapi.exceptions import RequestValidationError
+    from fastapi.openapi.utils import get_openapi
     from fastapi.responses import JSONResponse
     from fastapi.security import HTTPBearer
     from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -210,101 +209,16 @@ def invalid_request(problems: Sequence[FieldProblem]) -> ServiceError:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The request: the seed's context object, validated field by field.
-
-
-def _name_as_node(value: Any) -> Any:
-    """The seed's `nodes` may be plain names; they mean `{"name": ...}`."""
-    return {"name": value} if isinstance(value, str) else value
-
-
-def _object_as_text(value: Any) -> Any:
-    """A previous episode given as an object is shown to the model as its JSON, as the seed does."""
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-
-
-def _edge_types_as_list(value: Any) -> Any:
-    """The seed's `edgeTypes` object (name -> description, or name -> EdgeType fields) as a list."""
-    if not isinstance(value, dict):
-        return value
-    return [
-        {"name": name, "description": spec} if not isinstance(spec, dict) else {"name": name, **spec}
-        for name, spec in value.items()
-    ]
-
-
-class NodeIn(BaseModel):
-    """An entity of the episode. Only `name`, `type` and `summary` are read; other fields are reported."""
-
-    model_config = ConfigDict(extra="allow")
-
-    name: str = Field(
-        min_length=1, description="the entity's name, as edges must spell it", examples=["Alice"]
-    )
-    type: str | None = Field(default=None, description="optional entity type", examples=["Person"])
-    summary: str | None = Field(default=None, description="optional one-line description")
-
-
-Node = Annotated[NodeIn, BeforeValidator(_name_as_node)]
-PreviousEpisode = Annotated[str, BeforeValidator(_object_as_text)]
-
-
-class ExtractRequest(BaseModel):
-    """The seed's context object (`extractEdges.ts`): camelCase, `nodes` or its synonym `entities`."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "episodeContent": "Alice joined Acme as CTO in March 2024.",
-                    "previousEpisodes": [],
-                    "nodes": [{"name": "Alice", "type": "Person"}, {"name": "Acme", "type": "Organization"}],
-                    "referenceTime": "2025-04-30T00:00:00Z",
-                    "edgeTypes": {"WORKS_AT": "a person is employed by an organization"},
-                    "customPrompt": "",
-                }
-            ]
-        },
-    )
-
-    episode_content: str = Field(description="CURRENT EPISODE: the text to extract facts from")
-    previous_episodes: list[PreviousEpisode] = Field(
-        default_factory=list, description="earlier episodes, for disambiguation only"
-    )
-    nodes: list[Node] | None = Field(
-        default=None, description="the entities edges may connect: objects with `name`, or plain names"
-    )
-    entities: list[Node] | None = Field(default=None, description="synonym of `nodes`; give one of the two")
-    reference_time: datetime = Field(description="ISO 8601 time of the episode, e.g. 2025-04-30T00:00:00Z")
-    edge_types: Annotated[list[EdgeType], BeforeValidator(_edge_types_as_list)] | None = Field(
-        default=None,
-        description="relationship types: the seed's object name -> description, or EdgeType objects",
-    )
-    custom_prompt: str | None = Field(default="", description="extra instructions appended to the task")
-
-    @model_validator(mode="after")
-    def _one_entity_list(self) -> ExtractRequest:
-        if self.nodes is not None and self.entities is not None:
-            raise ValueError("give `nodes` or `entities`, not both")
-        return self
-
-    @property
-    def entity_field(self) -> str:
-        return "entities" if self.entities is not None else "nodes"
-
-    def node_list(self) -> list[NodeIn]:
-        return list(self.entities if self.entities is not None else self.nodes or [])
+# The request: an `Episode`, the seed's context object, validated by the one input contract.
 
 
 class BatchRequest(BaseModel):
     """Many episodes in one call; each item is validated and answered on its own."""
 
     episodes: list[Any] = Field(
-        description="ExtractRequest objects; an invalid item gets its own error, the others still run",
-        json_schema_extra={"items": {"$ref": "#/components/schemas/ExtractRequest"}},
+        description="Episode objects. Each item is validated on its own: one that is not an Episode is "
+        "answered with its own error in `results` (status 200), and the others still run.",
+        json_schema_extra={"items": {"description": "an Episode object (see the Episode schema)"}},
     )
 
 
@@ -328,54 +242,36 @@ class Health(BaseModel):
     workers: int
 
 
-def to_episode(request: ExtractRequest, *, max_entities: int) -> tuple[Episode, list[ExtractionWarning]]:
-    """The `Episode` a request describes, and warnings for the fields it ignored.
+def entity_limit(episode: Episode, max_entities: int) -> None:
+    """Refuse an episode with more entities than this server takes (422 on its entity list)."""
+    if len(episode.entities) > max_entities:
+        problem = FieldProblem(
+            field=episode.entities_field,
+            message=f"{len(episode.entities)} entities; this server accepts at most {max_entities} "
+            "(--max-entities)",
+        )
+        raise invalid_request([problem])
 
-    A request without entities is refused (422 on `nodes`), as a JSONL line without them is: it
-    could only answer with no edges, which would hide a misnamed list. Field paths in errors are
-    the request's own camelCase names (`episodeContent`, `nodes[0].name`).
+
+def documented_limits(schema: dict[str, Any], *, max_entities: int, max_batch: int) -> dict[str, Any]:
+    """The OpenAPI document with this server's limits on the entity lists and the batch size.
+
+    They are the app's settings, not the model's, so they are written into the generated document
+    here: a client (or a fuzzer) then knows that 201 entities is refused before it sends them.
     """
-    nodes = request.node_list()
-    if not nodes:
-        problem = FieldProblem(
-            field=request.entity_field,
-            message=no_entities_message(request.entity_field, request.model_extra or {}),
-        )
-        raise invalid_request([problem])
-    if len(nodes) > max_entities:
-        problem = FieldProblem(
-            field=request.entity_field,
-            message=f"{len(nodes)} entities; this server accepts at most {max_entities} (--max-entities)",
-        )
-        raise invalid_request([problem])
-    warnings: list[ExtractionWarning] = []
-    if request.model_extra:
-        warnings.append(ignored_field_warning("request", request.model_extra))
-    for position, node in enumerate(nodes):
-        if node.model_extra:
-            warnings.append(ignored_field_warning(f"{request.entity_field}[{position}]", node.model_extra))
-    fields = {
-        "episodeContent": request.episode_content,
-        "previousEpisodes": list(request.previous_episodes),
-        "entities": [{"name": node.name, "type": node.type, "summary": node.summary} for node in nodes],
-        "referenceTime": request.reference_time,
-        "edgeTypes": list(request.edge_types or []),
-        "customPrompt": request.custom_prompt or "",
-    }
-    try:
-        episode = Episode.model_validate(fields)
-    except ValidationError as error:
-        records = [
-            {**record, "loc": _request_location(tuple(record.get("loc") or ()), request.entity_field)}
-            for record in error.errors()
-        ]
-        raise invalid_request(field_problems(records, drop_prefix=None)) from None
-    return episode, warnings
+    schemas = schema.get("components", {}).get("schemas", {})
+    for name in ENTITY_LISTS:
+        for variant in _array_variants(schemas.get("Episode", {}).get("properties", {}).get(name, {})):
+            variant["maxItems"] = max_entities
+    episodes = schemas.get("BatchRequest", {}).get("properties", {}).get("episodes")
+    if episodes is not None:
+        episodes["maxItems"] = max_batch
+    return schema
 
 
-def _request_location(location: tuple[str | int, ...], entity_field: str) -> tuple[str | int, ...]:
-    """An `Episode` error location as the request names it: its entity list is `nodes` or `entities`."""
-    return (entity_field, *location[1:]) if location[:1] == ("entities",) else location
+def _array_variants(field_schema: dict[str, Any]) -> list[dict[str, Any]]:
+    variants = field_schema.get("anyOf", [field_schema])
+    return [variant for variant in variants if variant.get("type") == "array"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -644,9 +540,10 @@ def create_app(
     async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
         return invalid_request(field_problems(error.errors())).response()
 
-    async def extract_one(request: ExtractRequest) -> ExtractionResult:
-        episode, warnings = to_episode(request, max_entities=max_entities)
+    async def extract_one(episode: Episode) -> ExtractionResult:
+        entity_limit(episode, max_entities)
         result = await runner.extract(episode)
+        warnings = input_warnings("request", episode)
         if warnings:
             result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
         return result
@@ -655,8 +552,8 @@ def create_app(
     post_v1 = partial(app.post, responses=error_responses, dependencies=[*map(_as_dependency, security)])
 
     @post_v1("/v1/extract", response_model=ExtractionResult, summary="Extract edges from one episode")
-    async def extract(request: ExtractRequest) -> JSONResponse:
-        result = await extract_one(request)
+    async def extract(episode: Episode) -> JSONResponse:
+        result = await extract_one(episode)
         return JSONResponse(result.to_json_dict())
 
     @post_v1(
@@ -674,7 +571,7 @@ def create_app(
 
         async def one(index: int, raw: Any) -> dict[str, Any]:
             try:
-                parsed = ExtractRequest.model_validate(raw)
+                parsed = Episode.model_validate(raw)
                 result = await extract_one(parsed)
             except ValidationError as error:
                 failure = invalid_request(
@@ -703,6 +600,18 @@ def create_app(
             workers=workers,
         )
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = documented_limits(
+                get_openapi(
+                    title=app.title, version=app.version, description=app.description, routes=app.routes
+                ),
+                max_entities=max_entities,
+                max_batch=max_batch,
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

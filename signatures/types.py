@@ -6,19 +6,28 @@ serializes exactly to the seed's `{"edges": [...]}` shape; Python code uses snak
 
 from __future__ import annotations
 
+import difflib
+import json
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
+    ValidationError,
     ValidationInfo,
+    create_model,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 AttributeKind = Literal["string", "number", "integer", "boolean"]
 
@@ -56,11 +65,21 @@ def _as_utc(value: datetime | None) -> datetime | None:
         return None
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+13:59 is in year 0 in UTC
+        raise ValueError(f"{value.isoformat()} is outside the years 1-9999 in UTC") from None
 
 
 class Entity(_CamelModel):
-    """A node already known for the episode; edges may only connect these."""
+    """A node already known for the episode; edges may only connect these.
+
+    Other fields of a node (the seed's nodes carry `uuid`, `labels`, `attributes`, ...) are ignored,
+    and the episode lists them in `ignored_fields`, so that a memory system's own node objects can
+    be passed as they are.
+    """
+
+    model_config = ConfigDict(extra="ignore")
 
     name: Text = Field(min_length=1)
     type: Text | None = None
@@ -89,9 +108,17 @@ class EdgeType(_CamelModel):
     description: Text = ""
     source_types: list[EntityTypeName] | None = None
     target_types: list[EntityTypeName] | None = None
-    symmetric: bool = False
+    symmetric: Annotated[bool, Field(strict=True)] = False  # JSON true/false, not 0, 1 or "yes"
     attributes: list[EdgeAttribute] = Field(default_factory=list)
 
+
+# The seed's `edgeTypes` object maps a name to its description, or to the other EdgeType fields.
+EdgeTypeFields = create_model(
+    "EdgeTypeFields",
+    __base__=_CamelModel,
+    __doc__="An edge type's fields other than its name: a value of the seed's `edgeTypes` object.",
+    **{name: (field.annotation, field) for name, field in EdgeType.model_fields.items() if name != "name"},
+)
 
 AttributeValue = str | int | float | bool | None
 
@@ -191,15 +218,163 @@ class Edge(_CamelModel):
         return None if value is None else format_utc(value)
 
 
+def _name_as_entity(value: Any) -> Any:
+    """The seed's `nodes` may be plain names; a name means `{"name": ...}`."""
+    return {"name": value} if isinstance(value, str) else value
+
+
+def _object_as_text(value: Any) -> Any:
+    """A previous episode given as an object is shown to the model as its JSON, as the seed does."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+
+
+def _edge_types_as_list(value: Any) -> Any:
+    """The seed's `edgeTypes` object (name -> description, or name -> EdgeType fields) as a list."""
+    if not isinstance(value, dict):
+        return value
+    return [
+        {"name": name, **spec} if isinstance(spec, dict) else {"name": name, "description": spec}
+        for name, spec in value.items()
+    ]
+
+
+def _time_text(value: Any) -> Any:
+    """REFERENCE_TIME is an ISO 8601 string (or a datetime in Python), never a bare number.
+
+    Pydantic would read a number as seconds since 1970; in a JSON episode that is almost always a
+    mistake (a year, milliseconds), so it is refused with the format that is expected.
+    """
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and value.strip().isdigit()):
+        raise ValueError(  # noqa: TRY004 - pydantic turns only ValueError into a field error
+            "expected an ISO 8601 time string such as 2025-04-30T00:00:00Z, not a number"
+        )
+    return value
+
+
+EntityInput = Annotated[
+    Entity,
+    BeforeValidator(_name_as_entity, json_schema_input_type=Entity | Annotated[str, Field(min_length=1)]),
+]
+PreviousEpisode = Annotated[
+    Text, BeforeValidator(_object_as_text, json_schema_input_type=str | dict[str, Any] | list[Any])
+]
+EdgeTypeList = Annotated[
+    list[EdgeType],
+    BeforeValidator(
+        _edge_types_as_list,
+        json_schema_input_type=list[EdgeType]
+        | dict[Annotated[str, Field(min_length=1)], str | EdgeTypeFields],
+    ),
+]
+CustomPrompt = Annotated[
+    Text, BeforeValidator(lambda value: "" if value is None else value, json_schema_input_type=str | None)
+]
+ReferenceTime = Annotated[datetime, BeforeValidator(_time_text, json_schema_input_type=datetime)]
+ENTITY_LISTS = ("entities", "nodes")
+"""The two names of an episode's entity list: edgewise's own, and the seed's."""
+NO_ENTITIES = "no entities: edges need at least two entities to connect"
+_CLOSE_MATCH_CUTOFF = 0.7
+
+
+def _entities_given(data: Mapping[str, Any]) -> str:
+    """Which entity list an input names: the one with entities, else the one given, else `entities`."""
+    given = [name for name in ENTITY_LISTS if name in data]
+    full = [name for name in given if data.get(name)]
+    return (full or given or ["entities"])[0]
+
+
+def no_entities_message(field: str, unknown: Iterable[str] = ()) -> str:
+    """Why an episode without entities is refused, and the unknown field that was probably meant.
+
+    `field` is the name the input used for the list (`entities`, or the seed's `nodes`); a given
+    key close to either name ("entites", "node") is pointed out.
+    """
+    meant = [
+        key
+        for key in sorted(unknown)
+        if difflib.get_close_matches(key.casefold(), ENTITY_LISTS, n=1, cutoff=_CLOSE_MATCH_CUTOFF)
+    ]
+    hint = (
+        f' (this episode has {", ".join(repr(key) for key in meant)}; the list is named "{field}")'
+        if meant
+        else ""
+    )
+    return f'{NO_ENTITIES}; give them as "{field}": [{{"name": ...}}, ...]{hint}'
+
+
+# A JSON Schema for the two rules between the lists: at least one is non-empty, and not both.
+_ENTITY_LIST_RULES: dict[str, Any] = {
+    "anyOf": [
+        {"required": [name], "properties": {name: {"type": "array", "minItems": 1}}} for name in ENTITY_LISTS
+    ],
+    "not": {
+        "required": list(ENTITY_LISTS),
+        "properties": {name: {"type": "array", "minItems": 1} for name in ENTITY_LISTS},
+    },
+}
+
+
 class Episode(_CamelModel):
-    """The input of one extraction: the seed's context (episode, history, entities, time, types)."""
+    """The input of one extraction: the seed's context object (episode, history, entities, time, types).
+
+    Every path (Python, a JSONL line, a Ray row, an HTTP request) validates this one model, so the
+    seed's own context objects are accepted everywhere, in the seed's shapes:
+
+    - the entities as `entities` or as the seed's `nodes` (an empty list beside a full one is not an
+      error, two full ones are), each a node object or a plain name;
+    - `edgeTypes` as a list of EdgeType objects or as the seed's object (name -> description, or
+      name -> the other EdgeType fields), `sourceTypes` / `targetTypes` included;
+    - previous episodes as text, or as objects shown to the model as their JSON.
+
+    An episode without entities is refused: edges join two of the episode's entities, so it could
+    only ever "succeed" with no edges, which hides a misspelled or misnamed list. Unknown fields are
+    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning.
+    """
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_ENTITY_LIST_RULES)
 
     episode_content: Text
-    previous_episodes: list[Text] = Field(default_factory=list)
-    entities: list[Entity] = Field(default_factory=list)
-    reference_time: datetime
-    edge_types: list[EdgeType] = Field(default_factory=list)
-    custom_prompt: Text = ""
+    previous_episodes: list[PreviousEpisode] = Field(default_factory=list)
+    entities: list[EntityInput] = Field(
+        default_factory=list, description="the entities edges may connect: node objects or plain names"
+    )
+    nodes: list[EntityInput] | None = Field(
+        default=None, exclude=True, description="the seed's name for `entities`; give one of the two"
+    )
+    reference_time: ReferenceTime
+    edge_types: EdgeTypeList = Field(default_factory=list)
+    custom_prompt: CustomPrompt = ""
+
+    _ignored_fields: tuple[str, ...] = PrivateAttr(default=())
+    _entities_field: str = PrivateAttr(default="entities")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _seed_context(cls, data: Any, handler: Any) -> Episode:
+        """Validate, then take the seed's `nodes` as the entities and note the fields that were ignored."""
+        episode = handler(data)
+        if not isinstance(data, Mapping):
+            return episode
+        if episode.nodes:
+            episode.entities, episode.nodes = episode.nodes, None
+        episode.nodes = None
+        unknown = _unknown_fields(cls, data)
+        field = _entities_given(data)
+        if not episode.entities:
+            error = PydanticCustomError("no_entities", no_entities_message(field, unknown))
+            raise ValidationError.from_exception_data(
+                cls.__name__, [InitErrorDetails(type=error, loc=(field,), input=data)]
+            )
+        episode._ignored_fields = tuple(unknown)
+        episode._entities_field = field
+        return episode
+
+    @field_validator("nodes")
+    @classmethod
+    def _one_entity_list(cls, value: list[Entity] | None, info: ValidationInfo) -> list[Entity] | None:
+        if value and info.data.get("entities"):
+            raise ValueError("give `nodes` or `entities`, not both (an empty list beside the other is fine)")
+        return value
 
     @field_validator("reference_time")
     @classmethod
@@ -214,24 +389,62 @@ class Episode(_CamelModel):
         A misspelt type in `sourceTypes` would otherwise make every edge of that type impossible and
         drop it; an error that names the field is the clearer outcome.
         """
-        known = {entity.type for entity in info.data.get("entities") or [] if entity.type}
+        entities = info.data.get("entities") or info.data.get("nodes") or []
+        known = {entity.type for entity in entities if entity.type}
         if not known:
             return value  # untyped entities: signatures cannot apply, and are not an error
-        for index, edge_type in enumerate(value):
+        problems = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "unknown_entity_type",
+                    "{names} is not the type of any entity of this episode (entity types: {known})",
+                    {"names": ", ".join(map(repr, unknown)), "known": ", ".join(sorted(known))},
+                ),
+                loc=(index, field),
+                input=names,
+            )
+            for index, edge_type in enumerate(value)
             for field, names in (
                 ("sourceTypes", edge_type.source_types),
                 ("targetTypes", edge_type.target_types),
-            ):
-                unknown = [name for name in names or [] if name not in known]
-                if unknown:
-                    raise ValueError(
-                        f"edgeTypes[{index}].{field}: {', '.join(map(repr, unknown))} is not the type of any "
-                        f"entity of this episode (entity types: {', '.join(sorted(known))})"
-                    )
+            )
+            if (unknown := [name for name in names or [] if name not in known])
+        ]
+        if problems:  # located at edgeTypes[i].sourceTypes, so every path names that field
+            raise ValidationError.from_exception_data(cls.__name__, problems)
         return value
+
+    @property
+    def ignored_fields(self) -> tuple[str, ...]:
+        """The input's fields this episode did not read (`tags`, `nodes[0].uuid`), in input order."""
+        return self._ignored_fields
+
+    @property
+    def entities_field(self) -> str:
+        """The name the input gave its entity list (`entities`, or the seed's `nodes`), for errors."""
+        return self._entities_field
 
     def edge_type(self, name: str) -> EdgeType | None:
         return next((t for t in self.edge_types if t.name == name), None)
+
+
+def _unknown_fields(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
+    """The keys of `data` (and of its entity objects) that `model` and `Entity` do not read."""
+    known = _field_names(model)
+    unknown = [str(key) for key in data if key not in known]
+    entity_fields = _field_names(Entity)
+    for name in ENTITY_LISTS:
+        items = data.get(name)
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, Mapping):
+                unknown += [f"{name}[{index}].{key}" for key in item if key not in entity_fields]
+    return unknown
+
+
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(
+        alias for name, field in model.model_fields.items() for alias in (name, field.alias) if alias
+    )
 
 
 class ExtractionWarning(_CamelModel):
@@ -293,6 +506,8 @@ class LabeledEpisode(Episode):
     predictions it cannot judge (see `edgewise.eval`).
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     id: str
     source: str
     license: str
@@ -300,4 +515,4 @@ class LabeledEpisode(Episode):
     edges: list[GoldEdge] = Field(default_factory=list)
 
     def episode(self) -> Episode:
-        return Episode.model_validate(self.model_dump(include=set(Episode.model_fields)))
+        return Episode.model_validate(self.model_dump(include=set(Episode.model_fields) - {"nodes"}))

@@ -132,7 +132,7 @@ def bad_field_lines(draw: st.DrawFn) -> tuple[bytes, Expected]:
 @st.composite
 def no_entity_lines(draw: st.DrawFn) -> tuple[bytes, Expected]:
     fields = {key: value for key, value in _episode("ok").items() if key != "entities"}
-    misnamed = draw(st.sampled_from([None, "entites", "nodes"]))
+    misnamed = draw(st.sampled_from([None, "entites", "node"]))
     if misnamed:
         fields[misnamed] = [{"name": name} for name in ENTITIES]
     fields, line_id = _with_id(fields, draw(ids))

@@ -286,7 +286,7 @@ def test_whatever_prints_during_a_run_goes_to_stderr_and_stdout_stays_jsonl(monk
     [
         ({}, ""),
         ({"entites": [{"name": "Alice"}, {"name": "Acme Corp"}]}, "this episode has 'entites'"),
-        ({"nodes": ["Alice", "Acme Corp"]}, "this episode has 'nodes'"),
+        ({"nodez": ["Alice", "Acme Corp"]}, "this episode has 'nodez'"),
         ({"entities": []}, ""),
     ],
 )

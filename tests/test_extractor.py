@@ -8,6 +8,7 @@ import json
 import dspy
 import pytest
 from fakes import SchemaLM, ScriptedLM, edge, edges_reply, output_field
+from pydantic import ValidationError
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.runtime.lm import lm_context
@@ -38,11 +39,12 @@ def test_extracts_and_postprocesses(episode_fields):
     assert {w.code for w in result.warnings} == {"name_resolved", "type_renamed", "date_normalized"}
 
 
-def test_no_entities_means_no_lm_call_and_a_warning_that_says_so(episode_fields):
+def test_no_entities_is_an_input_error_before_any_lm_call(episode_fields):
     lm = ScriptedLM([])
-    result = _run(EdgeExtractor(), lm, {**episode_fields, "entities": []})
-    assert result.edges == [] and lm.calls == []
-    assert [warning.code for warning in result.warnings] == ["no_entities"]
+    with pytest.raises(ValidationError, match="no entities") as raised:
+        _run(EdgeExtractor(), lm, {**episode_fields, "entities": []})
+    assert raised.value.errors()[0]["loc"] == ("entities",)
+    assert lm.calls == []
 
 
 def test_usage_is_reported_per_step(episode_fields):

@@ -76,6 +76,7 @@ def episode(
     episode_id: str = "e1",
 ) -> LabeledEpisode:
     names = sorted({e.source_entity_name for e in edges} | {e.target_entity_name for e in edges})
+    names = names or ["Alice"]  # an episode has entities even where no edge joins them
     return LabeledEpisode(
         id=episode_id,
         source=source,

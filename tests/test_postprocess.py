@@ -243,3 +243,9 @@ def test_a_hosted_model_sent_no_vocabulary_still_gets_only_listed_types(scripted
         opened = EdgeExtractor(closed_types=False)(episode).result
     assert closed.edges == [] and [w.code for w in closed.warnings] == ["unknown_type"]
     assert [e.relationship_type for e in opened.edges] == ["ADMIN_OF"]
+
+
+@pytest.mark.parametrize("value", ["0000", "0001-01-01T00:00:00+13:59"])
+def test_a_date_outside_the_calendar_is_null_with_a_reason_not_a_crash(value: str) -> None:
+    parsed, problem = parse_date(value, None)
+    assert parsed is None and problem is not None

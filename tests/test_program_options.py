@@ -129,39 +129,7 @@ def test_declared_source_and_target_types_win_over_learned_ones_and_symmetric_ty
     assert edges == [] and warnings[0].code == "type_signature"
 
 
-@pytest.mark.parametrize(
-    ("signature", "message"),
-    [
-        ({"sourceTypes": "Person"}, "edgeTypes[0].sourceTypes"),
-        ({"targetTypes": ["Persn"]}, "edgeTypes[0].targetTypes"),
-        ({"sourceTypes": [""]}, "edgeTypes[0].sourceTypes[0]"),
-    ],
-)
-def test_a_malformed_signature_is_an_error_naming_the_field_in_every_input_path(
-    signature: dict[str, Any], message: str
-) -> None:
-    from fastapi.testclient import TestClient
-    from pydantic import ValidationError
-
-    from edgewise.runtime.jsonl import parse_episode_line, parse_episode_object
-    from edgewise.service.app import create_app
-
-    episode = {
-        "episodeContent": "Ann works at Co.",
-        "entities": [{"name": "Ann", "type": "Person"}, {"name": "Co", "type": "Organization"}],
-        "referenceTime": REFERENCE,
-        "edgeTypes": [{"name": "WORKS_AT", **signature}],
-    }
-    field = message.split(".")[-1].split("[")[0]
-    with pytest.raises(ValidationError, match=field):  # Python (pydantic writes the path with dots)
-        Episode.model_validate(episode)
-    line = parse_episode_line(json.dumps(episode).encode(), 7, "in.jsonl")  # JSONL
-    assert line.episode is None and message in str(line.error) and "line 7" in str(line.error)
-    row = parse_episode_object(episode, None, "rows")  # a Ray row's columns (scale.ray_stage.input_line)
-    assert row.episode is None and message in str(row.error)
-    with TestClient(create_app(EdgeExtractor(), None)) as client:  # HTTP
-        response = client.post("/v1/extract", json=episode)
-    assert response.status_code == 422 and message in response.text
+# A malformed signature in every input path: tests/test_input_contract.py.
 
 
 # ------------------------------------------------------------------------------------------------

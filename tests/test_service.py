@@ -161,8 +161,7 @@ def test_unknown_fields_are_reported_as_warnings_not_dropped_silently() -> None:
     with _client() as client:
         warnings = client.post("/v1/extract", json=request).json()["warnings"]
     assert [(w["code"], w["message"]) for w in warnings] == [
-        ("ignored_field", "request: ignored unknown fields userId"),
-        ("ignored_field", "nodes[0]: ignored unknown fields labels, uuid"),
+        ("ignored_field", "request: ignored unknown fields nodes[0].labels, nodes[0].uuid, userId"),
     ]
 
 
@@ -175,7 +174,7 @@ def test_unknown_fields_are_reported_as_warnings_not_dropped_silently() -> None:
         ({"nodes": [{"type": "Person"}]}, "nodes[0].name"),
         ({"edgeTypes": [{"name": "WORKS_AT", "colour": "red"}]}, "edgeTypes[0].colour"),
         ({"previousEpisodes": [3]}, "previousEpisodes[0]"),
-        ({"entities": ["Alice"]}, "body"),  # both nodes and entities
+        ({"entities": ["Alice"]}, "nodes"),  # both nodes and entities, both full
     ],
 )
 def test_validation_errors_are_422_naming_the_field(change: dict[str, Any], field: str) -> None:
@@ -194,9 +193,9 @@ def test_validation_errors_are_422_naming_the_field(change: dict[str, Any], fiel
 @pytest.mark.parametrize(
     ("change", "field", "hint"),
     [
-        ({"nodes": None}, "nodes", ""),
+        ({"nodes": None}, "entities", ""),  # SEED_CONTEXT without nodes
         ({"nodes": []}, "nodes", ""),
-        ({"nodes": None, "entites": ["Alice", "Acme"]}, "nodes", "this episode has 'entites'"),
+        ({"nodes": None, "entites": ["Alice", "Acme"]}, "entities", "this episode has 'entites'"),
         ({"nodes": None, "entities": []}, "entities", ""),
     ],
 )
@@ -235,9 +234,7 @@ def test_the_service_and_the_cli_warn_about_unknown_fields_with_one_helper() -> 
     from edgewise.runtime import episode_fields, jsonl
     from edgewise.service import app as service
 
-    assert (
-        service.ignored_field_warning is jsonl.ignored_field_warning is episode_fields.ignored_field_warning
-    )
+    assert service.input_warnings is jsonl.input_warnings is episode_fields.input_warnings
 
 
 def test_a_request_uvicorn_cannot_parse_gets_the_json_error_shape() -> None:
@@ -453,7 +450,7 @@ def test_healthz_and_openapi_docs() -> None:
         docs = client.get("/docs")
     assert health == {"status": "ok", "program": "FakeProgram", "model": "openai/mock-model", "workers": 3}
     assert {"/v1/extract", "/v1/extract/batch", "/healthz"} <= set(schema["paths"])
-    assert "episodeContent" in schema["components"]["schemas"]["ExtractRequest"]["properties"]
+    assert "episodeContent" in schema["components"]["schemas"]["Episode"]["properties"]
     assert docs.status_code == 200
     assert SECRET_KEY not in json.dumps(schema) + json.dumps(health)
 

@@ -1,0 +1,206 @@
+"""One input contract: every path reads an episode the same way, or refuses it naming the same field.
+
+The four paths are Python (`Episode.model_validate`), a JSONL line (`edgewise extract`), a Ray row
+(the episode's columns, `scale.rows.input_line`) and HTTP (`POST /v1/extract` and one item of
+`POST /v1/extract/batch`). Each case of one table goes through all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import dspy
+import pytest
+from pydantic import ValidationError
+
+from edgewise.runtime.jsonl import parse_episode_line
+from edgewise.scale.rows import input_line
+from edgewise.signatures.names import field_path
+from edgewise.signatures.types import Episode, ExtractionResult
+
+REFERENCE = "2025-04-30T00:00:00Z"
+TYPED = [{"name": "Ann", "type": "Person"}, {"name": "Co", "type": "Organization"}]
+BASE: dict[str, Any] = {"episodeContent": "Ann works at Co.", "referenceTime": REFERENCE}
+ANN_CO = [{"name": "Ann"}, {"name": "Co"}]
+
+
+def with_(**fields: Any) -> dict[str, Any]:
+    return {**BASE, **fields}
+
+
+# (the input, the episode it means as {field: value} checked on the dump, or the field the error names)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any] | str]] = [
+    ("entities as objects", with_(entities=TYPED), {"entities": [e | {"summary": None} for e in TYPED]}),
+    ("the seed's nodes", with_(nodes=TYPED), {"entities": [e | {"summary": None} for e in TYPED]}),
+    (
+        "plain-string nodes",
+        with_(nodes=["Ann", "Co"]),
+        {"entities": [{"name": n, "type": None, "summary": None} for n in ("Ann", "Co")]},
+    ),
+    ("full nodes beside empty entities", with_(nodes=["Ann", "Co"], entities=[]), {"customPrompt": ""}),
+    ("empty nodes beside full entities", with_(nodes=[], entities=ANN_CO), {"customPrompt": ""}),
+    ("both lists full", with_(nodes=["Ann"], entities=["Co"]), "nodes"),
+    ("no entity list", with_(), "entities"),
+    ("an empty nodes list", with_(nodes=[]), "nodes"),
+    ("a nameless node", with_(nodes=["Ann", {"type": "Person"}]), "nodes[1].name"),
+    (
+        "the seed's edgeTypes object",
+        with_(entities=ANN_CO, edgeTypes={"WORKS_AT": "a person works for an organization"}),
+        {"edgeTypes": [{"name": "WORKS_AT", "description": "a person works for an organization"}]},
+    ),
+    (
+        "an edgeTypes object with signatures",
+        with_(
+            entities=TYPED,
+            edgeTypes={"WORKS_AT": {"sourceTypes": ["Person"], "targetTypes": ["Organization"]}},
+        ),
+        {"edgeTypes": [{"name": "WORKS_AT", "sourceTypes": ["Person"], "targetTypes": ["Organization"]}]},
+    ),
+    (
+        "sourceTypes not a list",
+        with_(entities=TYPED, edgeTypes=[{"name": "WORKS_AT", "sourceTypes": "Person"}]),
+        "edgeTypes[0].sourceTypes",
+    ),
+    (
+        "an unknown entity type in a signature",
+        with_(entities=TYPED, edgeTypes={"WORKS_AT": {"targetTypes": ["Persn"]}}),
+        "edgeTypes[0].targetTypes",
+    ),
+    (
+        "an empty entity type in a signature",
+        with_(entities=TYPED, edgeTypes=[{"name": "WORKS_AT", "sourceTypes": [""]}]),
+        "edgeTypes[0].sourceTypes[0]",
+    ),
+    (
+        "an unknown edge type field",
+        with_(entities=ANN_CO, edgeTypes=[{"name": "WORKS_AT", "colour": "red"}]),
+        "edgeTypes[0].colour",
+    ),
+    (
+        "previous episodes as objects",
+        with_(entities=ANN_CO, previousEpisodes=[{"role": "user", "text": "hi"}]),
+        {"previousEpisodes": ['{"role": "user", "text": "hi"}']},
+    ),
+    ("a null customPrompt", with_(entities=ANN_CO, customPrompt=None), {"customPrompt": ""}),
+    ("a number as referenceTime", {**with_(entities=ANN_CO), "referenceTime": 1714435200}, "referenceTime"),
+    ("a date that is not one", {**with_(entities=ANN_CO), "referenceTime": "soon"}, "referenceTime"),
+    (
+        "a time before year 1 in UTC",
+        {**with_(entities=ANN_CO), "referenceTime": "0001-01-01T00:00:00+13:59"},
+        "referenceTime",
+    ),
+    ("no episodeContent", {"entities": ANN_CO, "referenceTime": REFERENCE}, "episodeContent"),
+]
+IGNORED_CASE = with_(userId="u-1", nodes=[{"name": "Ann", "uuid": "n1"}, "Co"])
+
+
+class RecordingProgram(dspy.Module):
+    """Answers with no edges and keeps the episodes it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Episode] = []
+
+    def forward(self, episode: Episode) -> dspy.Prediction:
+        self.seen.append(episode)
+        return dspy.Prediction(result=ExtractionResult())
+
+
+@pytest.fixture(scope="module")
+def http():
+    from fastapi.testclient import TestClient
+
+    from edgewise.service.app import create_app
+
+    program = RecordingProgram()
+    with TestClient(create_app(program, None)) as client:
+        yield client, program
+
+
+def python_path(data: dict[str, Any]) -> Episode | str:
+    try:
+        return Episode.model_validate(data)
+    except ValidationError as error:
+        return field_path(tuple(error.errors()[0]["loc"]))
+
+
+def jsonl_path(data: dict[str, Any]) -> Episode | str:
+    line = parse_episode_line(json.dumps({"id": "e1", **data}).encode(), 3, "in.jsonl")
+    if line.episode is not None:
+        return line.episode
+    assert line.error is not None and line.error.line == 3
+    return line.error.field or ""
+
+
+def ray_path(data: dict[str, Any]) -> Episode | str:
+    row = {"line": 3, "source": "rows", "id": "e1", **{key: value for key, value in data.items()}}
+    line = input_line(row)
+    if line.episode is not None:
+        return line.episode
+    assert line.error is not None
+    return line.error.field or ""
+
+
+def http_path(client: Any, program: RecordingProgram, data: dict[str, Any]) -> Episode | str:
+    response = client.post("/v1/extract", json=data)
+    if response.status_code == 200:
+        return program.seen[-1]
+    assert response.status_code == 422, response.text
+    return response.json()["error"]["fields"][0]["field"]
+
+
+def http_batch_path(client: Any, program: RecordingProgram, data: dict[str, Any]) -> Episode | str:
+    response = client.post("/v1/extract/batch", json={"episodes": [data]})
+    assert response.status_code == 200, response.text
+    [item] = response.json()["results"]
+    if item["ok"]:
+        return program.seen[-1]
+    field = item["error"]["fields"][0]["field"]
+    assert field.startswith("episodes[0]"), field
+    return field.removeprefix("episodes[0]").removeprefix(".")
+
+
+@pytest.mark.parametrize(("data", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_every_path_reads_the_same_episode_or_names_the_same_field(
+    http: Any, data: dict[str, Any], expected: dict[str, Any] | str
+) -> None:
+    client, program = http
+    outcomes = {
+        "python": python_path(data),
+        "jsonl": jsonl_path(data),
+        "ray row": ray_path(data),
+        "http": http_path(client, program, data),
+        "http batch": http_batch_path(client, program, data),
+    }
+    if isinstance(expected, str):
+        assert outcomes == dict.fromkeys(outcomes, expected)
+        return
+    dumps = {
+        path: outcome.to_json_dict() for path, outcome in outcomes.items() if isinstance(outcome, Episode)
+    }
+    assert set(dumps) == set(outcomes), outcomes
+    first = dumps["python"]
+    assert all(dump == first for dump in dumps.values()), dumps
+    for field, value in expected.items():
+        got = first[field]
+        if field == "edgeTypes":  # compare the fields the case gives; the others are the defaults
+            got = [{key: item[key] for key in want} for item, want in zip(got, value, strict=True)]
+        assert got == value
+
+
+def test_ignored_fields_are_the_same_warning_in_every_path(http: Any) -> None:
+    client, _ = http
+    episode = Episode.model_validate(IGNORED_CASE)
+    assert episode.ignored_fields == ("userId", "nodes[0].uuid")
+    jsonl = parse_episode_line(json.dumps(IGNORED_CASE).encode(), 1, "in.jsonl")
+    ray = input_line({"line": 1, **IGNORED_CASE})
+    response = client.post("/v1/extract", json=IGNORED_CASE).json()
+    messages = [
+        jsonl.warnings[0].message,
+        ray.warnings[0].message,
+        response["warnings"][0]["message"],
+    ]
+    assert [message.split(": ", 1)[1] for message in messages] == [
+        "ignored unknown fields nodes[0].uuid, userId"
+    ] * 3
