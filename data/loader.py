@@ -15,6 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import LabeledEpisode
 
@@ -22,7 +23,7 @@ SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
 
 
-class DatasetError(ValueError):
+class DatasetError(EdgewiseError, ValueError):
     """A problem with one line of a labeled-episode file, located precisely enough to fix it."""
 
     def __init__(self, path: str | Path, line: int, reason: str, field: str | None = None) -> None:

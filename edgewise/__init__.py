@@ -13,6 +13,7 @@ from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 from edgewise.optimize.artifact import load
+from edgewise.runtime.errors import EdgewiseError
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
 from edgewise.signatures.types import (
     Edge,
@@ -31,6 +32,7 @@ __all__ = [
     "EdgeAttribute",
     "EdgeExtractor",
     "EdgeType",
+    "EdgewiseError",
     "Entity",
     "Episode",
     "ExtractionResult",

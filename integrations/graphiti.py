@@ -39,14 +39,14 @@ from graphiti_core.prompts.models import Message
 from pydantic import ValidationError
 
 from edgewise.integrations.graphiti_prompt import UnreadablePrompt, read_edge_prompt, read_fact
-from edgewise.runtime.faults import (
+from edgewise.runtime.errors import (
     REASON_CONNECTION,
     REASON_INVALID_RESPONSE,
     REASON_RATE_LIMITED,
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
-    failure_reason,
 )
+from edgewise.runtime.faults import failure_reason
 from edgewise.signatures.types import Edge, Episode, format_utc
 
 logger = logging.getLogger("edgewise.integrations.graphiti")

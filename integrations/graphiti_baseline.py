@@ -80,18 +80,18 @@ class GraphitiPromptExtractor(dspy.Module):
         from graphiti_core.prompts.extract_edges import ExtractedEdges
 
         episode = as_episode(episode, **fields)
+        messages = graphiti_messages(episode, schema_in_prompt=not self.structured)
         lm = configured_lm()
-        usage: dict[str, StepUsage] = {}
-        warnings: list[ExtractionWarning] = []
         kwargs: dict[str, Any] = {}
         if self.structured and "response_format" in lm.supported_params:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "ExtractedEdges", "schema": ExtractedEdges.model_json_schema()},
             }
-        messages = graphiti_messages(episode, schema_in_prompt=not self.structured)
+        usage: dict[str, StepUsage] = {}
         with track_step(STEP_EXTRACT, usage):
             text = reply_text(lm(messages=messages, **kwargs))
+        warnings: list[ExtractionWarning] = []
         raw: list[ExtractedEdge] = []
         try:
             data = (

@@ -17,6 +17,7 @@ import re
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
+from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.types import EdgeType, Entity, Episode
 
 GENERIC_LABEL: Final = "Entity"
@@ -35,7 +36,7 @@ class EdgePrompt(NamedTuple):
     strict_types: bool
 
 
-class UnreadablePrompt(ValueError):
+class UnreadablePrompt(EdgewiseError, ValueError):
     """The rendered prompt does not have the shape this reader knows."""
 
 

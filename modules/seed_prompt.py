@@ -26,6 +26,7 @@ from edgewise.modules.extractor import (
 )
 from edgewise.modules.postprocess import postprocess
 from edgewise.modules.usage import track_step
+from edgewise.runtime.errors import REASON_PARSE, EdgewiseError
 from edgewise.signatures.types import (
     Episode,
     ExtractedEdge,
@@ -146,8 +147,10 @@ class SeedMissingFactsReply(BaseModel):
     missingFacts: list[str]
 
 
-class SeedParseError(ValueError):
+class SeedParseError(EdgewiseError, ValueError):
     """The reply is not the JSON the seed asked for (counted as a parse failure, never raised to users)."""
+
+    reason = REASON_PARSE
 
 
 def _reject_constant(name: str) -> Any:

@@ -41,7 +41,7 @@ _SETTINGS: Final = {
 
 
 def _parse(text: str, base: datetime) -> tuple[datetime | None, str | None]:
-    """dateparser's reading of `text` relative to `base` (a parser per call: 0.6 ms, thread-safe)."""
+    """dateparser's reading of `text` relative to `base` (a parser per call, so it is thread-safe)."""
     from dateparser.date import DateDataParser
 
     found = DateDataParser(languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}).get_date_data(

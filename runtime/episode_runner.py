@@ -33,7 +33,7 @@ class LineRecord(NamedTuple):
 def outcome_record(item: InputLine, outcome: Outcome | None, config: LMConfig) -> dict[str, Any]:
     """The output line for one input line: its result, or an error with a reason and no secrets."""
     if item.error is not None:
-        return error_record(item, "input", {"reason": "invalid_input", **item.error.record()})
+        return error_record(item, "input", {"reason": item.error.reason, **item.error.record()})
     if outcome is not None and outcome.result is not None:
         return result_record(item, outcome.result)
     error = (outcome.error if outcome is not None else None) or RuntimeError("the program returned no result")

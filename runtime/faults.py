@@ -43,6 +43,22 @@ from dspy.utils.exceptions import (
 )
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
+from edgewise.runtime.errors import (
+    REASON_AUTH,
+    REASON_CONNECTION,
+    REASON_CONTEXT_WINDOW,
+    REASON_DEADLINE,
+    REASON_INTERNAL,
+    REASON_INVALID_RESPONSE,
+    REASON_PARSE,
+    REASON_PROVIDER_ERROR,
+    REASON_PROVIDER_REJECTED,
+    REASON_RATE_LIMITED,
+    REASON_SERVER_ERROR,
+    REASON_TIMEOUT,
+    EdgewiseError,
+)
+
 T = TypeVar("T")
 
 logger = logging.getLogger("edgewise.faults")
@@ -52,22 +68,8 @@ logger = logging.getLogger("edgewise.faults")
 _RETRY_AFTER_JITTER: Final = 0.1
 _MAX_CAUSE_DEPTH: Final = 16
 
-# Failure reasons: stable words for output lines, summaries and reports.
-REASON_DEADLINE: Final = "deadline"
-REASON_RATE_LIMITED: Final = "rate_limited"
-REASON_SERVER_ERROR: Final = "server_error"
-REASON_TIMEOUT: Final = "timeout"
-REASON_CONNECTION: Final = "connection"
-REASON_INVALID_RESPONSE: Final = "invalid_response"
-REASON_PARSE: Final = "parse"
-REASON_AUTH: Final = "auth"
-REASON_CONTEXT_WINDOW: Final = "context_window"
-REASON_INVALID_REQUEST: Final = "invalid_request"
-REASON_PROVIDER_ERROR: Final = "provider_error"
-REASON_INTERNAL: Final = "internal_error"
 
-
-class DeadlineExceeded(TimeoutError):
+class DeadlineExceeded(EdgewiseError, TimeoutError):
     """The episode ran past its deadline (`--episode-timeout`); its partial work is discarded."""
 
     reason = REASON_DEADLINE
@@ -119,7 +121,7 @@ _REASON_OF_CLASS: Final[tuple[tuple[type[BaseException] | tuple[type[BaseExcepti
     (AdapterParseError, REASON_PARSE),
     ((LMAuthError, LMBillingError), REASON_AUTH),
     (ContextWindowExceededError, REASON_CONTEXT_WINDOW),
-    (LMInvalidRequestError, REASON_INVALID_REQUEST),
+    (LMInvalidRequestError, REASON_PROVIDER_REJECTED),
     (LMError, REASON_PROVIDER_ERROR),
     # Raised by a client below DSPy's error classes (a custom LM, a socket): the same words.
     (TimeoutError, REASON_TIMEOUT),
@@ -128,7 +130,7 @@ _REASON_OF_CLASS: Final[tuple[tuple[type[BaseException] | tuple[type[BaseExcepti
 
 
 def failure_reason(error: BaseException) -> str:
-    """The stable reason word for an exception from running an episode (see the REASON_ constants)."""
+    """The reason word for an exception from running an episode (the vocabulary: runtime/errors.py)."""
     if isinstance(error, LMTransportError):
         return REASON_TIMEOUT if _is_timeout(error) else REASON_CONNECTION
     if is_invalid_success_body(error):

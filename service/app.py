@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from functools import partial
-from http import HTTPStatus
 from typing import Any, Final
 
 import dspy
@@ -26,22 +25,21 @@ from pydantic import BaseModel, Field, ValidationError
 
 import edgewise
 from edgewise.runtime.episode_fields import input_warnings
-from edgewise.runtime.faults import (
-    REASON_AUTH,
-    REASON_CONNECTION,
+from edgewise.runtime.errors import (
+    REASON_BAD_REQUEST,
+    REASON_BODY_TOO_LARGE,
     REASON_CONTEXT_WINDOW,
-    REASON_DEADLINE,
     REASON_INTERNAL,
     REASON_INVALID_REQUEST,
-    REASON_INVALID_RESPONSE,
-    REASON_PARSE,
     REASON_PROVIDER_ERROR,
     REASON_RATE_LIMITED,
-    REASON_SERVER_ERROR,
-    REASON_TIMEOUT,
-    failure_reason,
-    retry_after_seconds,
+    REASON_UNAUTHORIZED,
+    REASONS,
+    EdgewiseError,
+    reason_of_status,
+    status_of,
 )
+from edgewise.runtime.faults import failure_reason, retry_after_seconds
 from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
 from edgewise.runtime.runner import run_episode
 from edgewise.signatures.names import field_path
@@ -94,7 +92,7 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-class ServiceError(Exception):
+class ServiceError(EdgewiseError):
     """A failure with the status and reason the client should see; its message is already redacted."""
 
     def __init__(
@@ -107,6 +105,9 @@ class ServiceError(Exception):
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        if reason not in REASONS or status_of(reason) != status:
+            raise ValueError(f"ServiceError: {reason!r} is not answered with {status} (runtime/errors.py)")
+        self.reason = reason
         self.body = ErrorBody(status=status, reason=reason, message=message, fields=list(fields))
         self.headers = headers or {}
 
@@ -125,47 +126,18 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
     return {secret for secret in found if len(secret) >= MIN_SECRET_CHARS}
 
 
-# The HTTP status of each failure reason (`edgewise.runtime.faults.failure_reason`, the words every
-# command uses): the provider slow, rate-limited or unreachable is 503 (try again later), the
-# provider answering with an error or nonsense is 502, a prompt too long for the model is the
-# request's fault (422); anything else is a 500.
-_STATUS_OF_REASON: Final[dict[str, int]] = {
-    REASON_RATE_LIMITED: 503,
-    REASON_TIMEOUT: 503,
-    REASON_DEADLINE: 503,
-    REASON_CONNECTION: 503,
-    REASON_SERVER_ERROR: 502,
-    REASON_AUTH: 502,
-    REASON_PROVIDER_ERROR: 502,
-    REASON_INVALID_RESPONSE: 502,
-    REASON_PARSE: 502,
-    REASON_INVALID_REQUEST: 502,
-    REASON_CONTEXT_WINDOW: 422,
-}
-_WHAT_HAPPENED: Final[dict[str, str]] = {
-    REASON_RATE_LIMITED: "the model provider rate-limited the call",
-    REASON_TIMEOUT: "the model provider did not answer in time",
-    REASON_DEADLINE: "the episode ran past its deadline",
-    REASON_CONNECTION: "could not reach the model provider",
-    REASON_SERVER_ERROR: "the model provider failed",
-    REASON_AUTH: "the model provider refused this server's credentials",
-    REASON_CONTEXT_WINDOW: "the episode does not fit the model's context window; shorten episodeContent or "
-    "previousEpisodes",
-}
-
-
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
     """Map an exception from running the program to what the client sees: the failure reason of
-    every edgewise command, with an HTTP status (`_STATUS_OF_REASON`) and `Retry-After` when the
+    every edgewise command, with its HTTP status (runtime/errors.py) and `Retry-After` when the
     provider gave one."""
     text = redact(f"{type(error).__name__}: {error}", secrets)
     reason = failure_reason(error)
     if reason == REASON_INTERNAL and type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
         reason = REASON_PROVIDER_ERROR
-    status = _STATUS_OF_REASON.get(reason, 500)
-    what = _WHAT_HAPPENED.get(
-        reason, "the model provider call failed" if status == 502 else "extraction failed"
-    )
+    status = status_of(reason)
+    what = REASONS[reason].meaning if reason in REASONS else REASONS[REASON_INTERNAL].meaning
+    if reason == REASON_CONTEXT_WINDOW:
+        what += "; shorten episodeContent or previousEpisodes"
     headers = {}
     hint = retry_after_seconds(error)
     if reason == REASON_RATE_LIMITED and hint is not None:
@@ -205,7 +177,7 @@ def invalid_request(problems: Sequence[FieldProblem]) -> ServiceError:
     summary = "; ".join(f"{problem.field}: {problem.message}" for problem in problems[:5])
     if len(problems) > 5:
         summary += f"; and {len(problems) - 5} more"
-    return ServiceError(422, "invalid_request", f"invalid request: {summary}", fields=problems)
+    return ServiceError(422, REASON_INVALID_REQUEST, f"invalid request: {summary}", fields=problems)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -307,7 +279,7 @@ class _GuardMiddleware:
         ):
             error = ServiceError(
                 401,
-                "unauthorized",
+                REASON_UNAUTHORIZED,
                 "missing or wrong bearer token: send the header `Authorization: Bearer <EDGEWISE_API_TOKEN>`",
                 headers={"WWW-Authenticate": "Bearer"},
             )
@@ -316,7 +288,7 @@ class _GuardMiddleware:
         declared = headers.get("content-length")
         if declared is not None:
             if not declared.isdigit():
-                await ServiceError(400, "bad_request", "Content-Length is not a number").response()(
+                await ServiceError(400, REASON_BAD_REQUEST, "Content-Length is not a number").response()(
                     scope, receive, send
                 )
                 return
@@ -360,7 +332,7 @@ class _GuardMiddleware:
     async def _too_large(self, size: int, scope: dict[str, Any], receive: Any, send: Any) -> None:
         error = ServiceError(
             413,
-            "body_too_large",
+            REASON_BODY_TOO_LARGE,
             f"request body has at least {size} bytes; this server accepts at most {self.max_body_bytes} "
             "(--max-body-bytes)",
             headers={"Connection": "close"},
@@ -383,7 +355,7 @@ def json_bad_request_protocol() -> type[asyncio.Protocol]:
         def send_400_response(self, msg: str) -> None:
             error = ErrorBody(
                 status=400,
-                reason="bad_request",
+                reason=REASON_BAD_REQUEST,
                 message=f"{msg.rstrip('.')}: the request is not valid HTTP/1.1 (for example a Content-Length "
                 "that is not a number, or a malformed request line or header)",
             )
@@ -460,7 +432,7 @@ class _Runner:
             return await loop.run_in_executor(self.executor(), self._extract_sync, episode)
         except Exception as error:  # noqa: BLE001 - every failure becomes a status and a reason
             failure = provider_failure(error, self.secrets)
-            if failure.body.status >= 500 and failure.body.reason == "internal_error":
+            if failure.body.reason == REASON_INTERNAL:
                 trace = "".join(traceback.format_exception(error))
                 logger.error("extraction failed: %s", redact(trace, self.secrets).replace("\n", " | "))
             else:
@@ -533,8 +505,14 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
-        reason = HTTPStatus(error.status_code).phrase.lower().replace(" ", "_")
-        return ServiceError(error.status_code, reason, str(error.detail), headers=error.headers).response()
+        body = ErrorBody(
+            status=error.status_code, reason=reason_of_status(error.status_code), message=str(error.detail)
+        )
+        return JSONResponse(
+            status_code=error.status_code,
+            content=ErrorResponse(error=body).model_dump(mode="json"),
+            headers=error.headers,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:

@@ -110,7 +110,7 @@ def test_retry_after_is_a_minimum_and_a_long_one_ends_the_retries() -> None:
         (LMProviderError("teapot", status=418), False, "provider_error"),
         (LMAuthError("x", status=200), False, "auth"),
         (ContextWindowExceededError(), False, "context_window"),
-        (LMInvalidRequestError("x", status=400), False, "invalid_request"),
+        (LMInvalidRequestError("x", status=400), False, "provider_rejected_request"),
         (AdapterParseError("JSONAdapter", ExtractEdges, "x"), False, "parse"),
         (DeadlineExceeded(1.0, 2, 1), False, "deadline"),
         (ValueError("bug"), False, "internal_error"),

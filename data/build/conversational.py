@@ -58,6 +58,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
+from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Granularity, LabeledEpisode, format_utc
 
@@ -101,7 +102,7 @@ class ResolvedDate(NamedTuple):
     granularity: Granularity
 
 
-class ConversationalSourceError(ValueError):
+class ConversationalSourceError(EdgewiseError, ValueError):
     """The hand-written source breaks a rule; the message names conversation, turn and field."""
 
 

@@ -1,0 +1,96 @@
+"""edgewise's one error vocabulary: the base of its exceptions, and every reason word with its status.
+
+A reason word is what a failed line of `edgewise extract`, a Ray row's `error` column, a bench's
+`errors.jsonl` and an HTTP error body say went wrong. Each word has one meaning and one HTTP status,
+listed once in `REASONS`; the service answers with that status, and every other path writes the
+same word. `failure_reason` (runtime/faults.py) picks the word for an exception from a model call.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final, NamedTuple
+
+
+class Reason(NamedTuple):
+    """A reason word, the HTTP status it is answered with, and what it means."""
+
+    word: str
+    status: int
+    meaning: str
+
+
+# The input's fault.
+REASON_INVALID_INPUT: Final = "invalid_input"
+REASON_INVALID_REQUEST: Final = "invalid_request"
+REASON_CONTEXT_WINDOW: Final = "context_window"
+REASON_UNAUTHORIZED: Final = "unauthorized"
+REASON_BAD_REQUEST: Final = "bad_request"
+REASON_BODY_TOO_LARGE: Final = "body_too_large"
+REASON_NOT_FOUND: Final = "not_found"
+REASON_METHOD_NOT_ALLOWED: Final = "method_not_allowed"
+# The model provider slow, rate-limiting or unreachable: try again later.
+REASON_RATE_LIMITED: Final = "rate_limited"
+REASON_TIMEOUT: Final = "timeout"
+REASON_DEADLINE: Final = "deadline"
+REASON_CONNECTION: Final = "connection"
+# The model provider answering with an error or with nonsense.
+REASON_SERVER_ERROR: Final = "server_error"
+REASON_AUTH: Final = "auth"
+REASON_PROVIDER_REJECTED: Final = "provider_rejected_request"
+REASON_PROVIDER_ERROR: Final = "provider_error"
+REASON_INVALID_RESPONSE: Final = "invalid_response"
+REASON_PARSE: Final = "parse"
+# edgewise's own fault.
+REASON_INTERNAL: Final = "internal_error"
+
+REASONS: Final[dict[str, Reason]] = {
+    reason.word: reason
+    for reason in (
+        Reason(REASON_INVALID_INPUT, 422, "an input line or row is not an episode (its field is named)"),
+        Reason(REASON_INVALID_REQUEST, 422, "an HTTP request is not an episode, or is over a server limit"),
+        Reason(REASON_CONTEXT_WINDOW, 422, "the episode does not fit the model's context window"),
+        Reason(REASON_UNAUTHORIZED, 401, "the bearer token is missing or wrong"),
+        Reason(
+            REASON_BAD_REQUEST, 400, "the request is not valid HTTP (a Content-Length that is not a number)"
+        ),
+        Reason(REASON_BODY_TOO_LARGE, 413, "the request body is over --max-body-bytes"),
+        Reason(REASON_NOT_FOUND, 404, "no such route"),
+        Reason(REASON_METHOD_NOT_ALLOWED, 405, "the route does not take this HTTP method"),
+        Reason(REASON_RATE_LIMITED, 503, "the model provider rate-limited the call"),
+        Reason(REASON_TIMEOUT, 503, "the model provider did not answer in time"),
+        Reason(REASON_DEADLINE, 503, "the episode ran past its deadline (--episode-timeout)"),
+        Reason(REASON_CONNECTION, 503, "the model provider could not be reached"),
+        Reason(REASON_SERVER_ERROR, 502, "the model provider failed (a 5xx)"),
+        Reason(REASON_AUTH, 502, "the model provider refused the credentials or the account"),
+        Reason(REASON_PROVIDER_REJECTED, 502, "the model provider refused the call as invalid (a 4xx)"),
+        Reason(REASON_PROVIDER_ERROR, 502, "the model provider call failed in another way"),
+        Reason(REASON_INVALID_RESPONSE, 502, "the model provider answered 2xx with a body that is not JSON"),
+        Reason(REASON_PARSE, 502, "the model's reply could not be read as the expected fields"),
+        Reason(REASON_INTERNAL, 500, "edgewise failed; the log has the trace"),
+    )
+}
+
+
+def status_of(reason: str) -> int:
+    """The HTTP status a reason word is answered with (500 for a word outside the vocabulary)."""
+    known = REASONS.get(reason)
+    return known.status if known is not None else REASONS[REASON_INTERNAL].status
+
+
+def reason_of_status(status: int) -> str:
+    """The reason word for an HTTP error raised below the app (routing): its own word, or the class's."""
+    words = [reason.word for reason in REASONS.values() if reason.status == status]
+    if len(words) == 1:
+        return words[0]
+    return REASON_BAD_REQUEST if 400 <= status < 500 else REASON_INTERNAL
+
+
+class EdgewiseError(Exception):
+    """The base of edgewise's own exceptions: catch it to catch any of them.
+
+    A subclass whose failure ends an episode or a request carries its reason word in `reason`;
+    errors of setup (a configuration, a file, a local model) carry none and end the command with a
+    one-line message instead.
+    """
+
+    reason: ClassVar[str | None] = None
