@@ -245,9 +245,7 @@ def _time_text(value: Any) -> Any:
     mistake (a year, milliseconds), so it is refused with the format that is expected.
     """
     if isinstance(value, bool | int | float) or (isinstance(value, str) and value.strip().isdigit()):
-        raise ValueError(  # noqa: TRY004 - pydantic turns only ValueError into a field error
-            "expected an ISO 8601 time string such as 2025-04-30T00:00:00Z, not a number"
-        )
+        raise ValueError("expected an ISO 8601 time string such as 2025-04-30T00:00:00Z, not a number")
     return value
 
 
