@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
+from edgewise.runtime.errors import EdgewiseError
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"
@@ -32,7 +33,7 @@ SHIPPED_FOLDER: Final = "compiled"
 _FOLDER_MODE: Final = 0o755
 
 
-class ArtifactError(ValueError):
+class ArtifactError(EdgewiseError, ValueError):
     """The artifact is missing, unreadable, or compiled for other signatures."""
 
 

@@ -19,8 +19,8 @@ took the rest with room to spare in the tests' runs (3 components, minibatches o
 
 MIPRO_FIXED_CALLS: Final = 32
 """LM calls a MIPROv2 run spends before its trials: bootstrapping traces for the proposer and
-proposing instructions (31 in the fake-LM tests when all 3 predictors were tuned, 3 candidates each;
-an upper bound now that only the called ones are)."""
+proposing instructions, for all 3 predictors with 3 candidates each (an upper bound: only the
+predictors a program calls are tuned)."""
 
 MIN_SELECTION_DEV: Final = 40
 """The fewest dev episodes a budgeted run selects on by default: fewer make the paired interval of

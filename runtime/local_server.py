@@ -24,7 +24,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Final, NamedTuple, Self
 
+from .errors import EdgewiseError
 from .llama_runtimes import (
+    BUILD_TIME_NOTE,
     HOST_BUILD_SOURCE,
     SERVER_BINARY_ENV,
     SERVER_BINARY_NAME,
@@ -62,7 +64,7 @@ _LOG_TAIL_CHARS: Final = 3000
 _BIND_FAILURE_MARKERS: Final = ("couldn't bind", "address already in use", "failed to bind")
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(EdgewiseError, RuntimeError):
     """``llama-server`` could not be found, did not start, or died while starting."""
 
 
@@ -338,7 +340,7 @@ class LocalServer:
         if may_build and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
             print(
                 f"edgewise: no installed llama-server runs {self.model_name!r} on this CPU; building llama.cpp "
-                "for it (once, about 11 minutes on 2 cores) ...",
+                f"for it ({BUILD_TIME_NOTE}) ...",
                 file=sys.stderr,
                 flush=True,
             )
@@ -579,9 +581,7 @@ def runtime_choice(
     if build_policy() == "auto":
         return RuntimeChoice(
             None,
-            "; ".join(
-                [*passed_over, "the first run builds llama.cpp for this CPU (about 11 minutes on 2 cores)"]
-            ),
+            "; ".join([*passed_over, f"the first run builds llama.cpp for this CPU ({BUILD_TIME_NOTE})"]),
         )
     return RuntimeChoice(None, no_runtime_message(spec.name, [(None, why) for why in passed_over]))
 
