@@ -54,12 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "facts, a precision step and (with --gold-demos) gold demos, each kept only when its paired dev "
         f"interval is above 0 (default {DEFAULTS.optimizer}). Example: --optimizer program --dev-size 40",
     )
-    parser.add_argument(
-        "--auto",
-        choices=AUTO_LEVELS,
-        default=DEFAULTS.auto,
-        help=f"search size for mipro and gepa (default {DEFAULTS.auto}). Example: --auto medium",
-    )
+    setting_argument(parser, "--auto", "search size for mipro and gepa", "medium", choices=AUTO_LEVELS)
     parser.add_argument(
         "--train",
         default="train",
@@ -79,12 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"default: all of them, or with --budget what it affords ({DEV_SHARE_OF_BUDGET * 100:.0f}%% of it, at least "
         f"{MIN_SELECTION_DEV}). Example: --dev-size 40",
     )
-    parser.add_argument(
+    setting_argument(
+        parser,
         "--seed",
-        type=int,
-        default=DEFAULTS.seed,
-        help="random seed: the order bootstrap tries training episodes in, mipro's and gepa's sampling "
-        f"(default {DEFAULTS.seed}). Example: --seed 7",
+        "random seed: the order bootstrap tries training episodes in, mipro's and gepa's sampling",
+        "7",
     )
     parser.add_argument(
         "--max-demos",
@@ -101,12 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"gold demos and tune the instructions around them (default {DEFAULTS.gold_demos}: none). "
         "Example: --gold-demos 3",
     )
-    parser.add_argument(
+    setting_argument(
+        parser,
         "--demo-tokens",
-        type=int,
-        default=DEFAULTS.demo_tokens,
-        help="estimated prompt tokens all gold demos together may take; recorded in the manifest "
-        f"(default {DEFAULTS.demo_tokens}). Example: --demo-tokens 1500",
+        "estimated prompt tokens all gold demos together may take; recorded in the manifest",
+        "1500",
     )
     parser.add_argument(
         "--output-shape",
@@ -140,19 +133,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sizes the dev sample (see --dev-size). Example: --budget 500",
     )
     add_open_types_argument(parser)
-    parser.add_argument(
-        "--reflexion-rounds",
-        type=int,
-        default=DEFAULTS.reflexion_rounds,
-        help=f"rounds of missed-fact review in the compiled program (default {DEFAULTS.reflexion_rounds}). "
-        "Example: --reflexion-rounds 1",
+    setting_argument(
+        parser, "--reflexion-rounds", "rounds of missed-fact review in the compiled program", "1"
     )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=DEFAULTS.workers,
-        help=f"episodes scored concurrently (default {DEFAULTS.workers}). Example: --workers 8",
-    )
+    setting_argument(parser, "--workers", "episodes scored concurrently", "8")
     parser.add_argument(
         "--candidates",
         type=int,
@@ -168,12 +152,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULTS.trials,
         help="mipro: search trials when --candidates replaces --auto. Example: --trials 8",
     )
-    parser.add_argument(
+    setting_argument(
+        parser,
         "--demo-threshold",
+        "edge-F1 a teacher's answer must reach to become a demo",
+        "0.8",
         type=float,
-        default=DEFAULTS.demo_threshold,
-        help=f"edge-F1 a teacher's answer must reach to become a demo (default {DEFAULTS.demo_threshold}). "
-        "Example: --demo-threshold 0.8",
     )
     parser.add_argument(
         "--log-dir",
@@ -200,6 +184,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_lm_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def setting_argument(
+    parser: argparse.ArgumentParser, flag: str, what: str, example: str, **options: object
+) -> None:
+    """A flag whose default is the `OptimizeSettings` field of its name, and whose help says so."""
+    default = getattr(DEFAULTS, flag.removeprefix("--").replace("-", "_"))
+    if "choices" not in options:
+        options.setdefault("type", type(default))
+    parser.add_argument(
+        flag, default=default, help=f"{what} (default {default}). Example: {flag} {example}", **options
+    )
 
 
 def teacher_config(args: argparse.Namespace, task: LMConfig) -> LMConfig | None:
