@@ -1,11 +1,20 @@
-"""Paired edge-F1 differences against another baseline, from a bench folder's results.json.
+"""Paired edge-F1 differences from bench folders' results.json, against any baseline, on any episode set.
 
 `edgewise bench --baseline A` pairs every program with A. This reads the same per-episode counts and
 pairs them with any other program of the run, with no model call, so one bench of several programs
 answers "against A" and "against B" on exactly the same replies.
 
-    python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti \\
+Given several folders, it merges each model x program's episodes (the first folder that scored an
+episode wins), and `--episodes FILE` keeps only the episodes of that JSONL file (all must be
+there): a sample whose parts were benched in separate runs of the same programs and model is scored
+as one. Micro edge-F1 pools the counts; macro is the mean of the episodes' F1, and macro over
+sources the mean of the sources' micro F1.
+
+    python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \\
         --baseline graphiti-structured
+    python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \\
+        benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \\
+        --baseline baseline-v1 --episodes runs/results/test-150.jsonl
 """
 
 from __future__ import annotations
@@ -13,59 +22,122 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import defaultdict
 from pathlib import Path
+from statistics import median
 
-from edgewise.eval.bench import BenchReport
+from edgewise.eval.bench import BenchReport, EpisodeRun
+from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
+from edgewise.eval.records import f1_of
+
+
+def merged_runs(folders: list[Path]) -> dict[tuple[str, str], list[EpisodeRun]]:
+    """Each (model, program)'s episodes over the folders, one record per episode id."""
+    merged: dict[tuple[str, str], dict[str, EpisodeRun]] = defaultdict(dict)
+    for folder in folders:
+        report = BenchReport.model_validate_json((folder / "results.json").read_bytes())
+        for run in report.runs:
+            for episode in run.episodes:
+                merged[(run.model, run.program)].setdefault(episode.id, episode)
+    return {key: list(by_id.values()) for key, by_id in merged.items()}
+
+
+def summary(episodes: list[EpisodeRun]) -> dict[str, float | int | None]:
+    tp, fp, fn = (sum(getattr(e, field) for e in episodes) for field in ("tp", "fp", "fn"))
+    by_source: dict[str, list[EpisodeRun]] = defaultdict(list)
+    for episode in episodes:
+        by_source[episode.source].append(episode)
+    source_f1 = [
+        f1_of(sum(e.tp for e in items), sum(e.fp for e in items), sum(e.fn for e in items))
+        for items in by_source.values()
+    ]
+    return {
+        "episodes": len(episodes),
+        "edge_f1_micro": f1_of(tp, fp, fn),
+        "edge_f1_macro_episodes": sum(e.f1 for e in episodes) / len(episodes),
+        "edge_f1_macro_sources": sum(source_f1) / len(source_f1),
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+        "calls_per_episode": sum(e.calls for e in episodes) / len(episodes),
+        "completion_tokens_per_episode": sum(e.completion_tokens for e in episodes) / len(episodes),
+        "latency_p50_s": median(e.latency_s for e in episodes),
+        "failed": sum(1 for e in episodes if e.status == "failed"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("results_dir", type=Path, help="a folder `edgewise bench --out` wrote")
+    parser.add_argument("results_dirs", type=Path, nargs="+", help="folders `edgewise bench --out` wrote")
     parser.add_argument("--baseline", required=True, help="the program every other one is paired with")
+    parser.add_argument(
+        "--episodes", type=Path, help="a JSONL file: score only its episodes (all must be there)"
+    )
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    report = BenchReport.model_validate_json((args.results_dir / "results.json").read_bytes())
+    runs = merged_runs(args.results_dirs)
+    wanted = None
+    if args.episodes is not None:
+        wanted = [json.loads(line)["id"] for line in args.episodes.read_text().splitlines() if line.strip()]
     rows = []
-    for model in report.models:
-        runs = {run.program: run for run in report.runs if run.model == model}
-        if args.baseline not in runs:
-            raise SystemExit(f"{args.baseline!r} is not a program of this bench ({', '.join(runs)})")
-        base = runs[args.baseline]
-        for program, run in runs.items():
+    for model in sorted({model for model, _ in runs}):
+        programs = {program: episodes for (m, program), episodes in runs.items() if m == model}
+        if args.baseline not in programs:
+            raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(programs)})")
+        if wanted is not None:
+            for program, episodes in programs.items():
+                by_id = {episode.id: episode for episode in episodes}
+                missing = [episode_id for episode_id in wanted if episode_id not in by_id]
+                if missing:
+                    raise SystemExit(
+                        f"{model} {program}: {len(missing)} of the {len(wanted)} episodes of {args.episodes} "
+                        f"were not scored (first: {missing[0]})"
+                    )
+                programs[program] = [by_id[episode_id] for episode_id in wanted]
+        base = programs[args.baseline]
+        for program, episodes in programs.items():
             paired = (
                 None
                 if program == args.baseline
-                else paired_on_shared(
-                    base.episodes, run.episodes, n_resamples=report.bootstrap_resamples, seed=report.seed
-                )
+                else paired_on_shared(base, episodes, n_resamples=DEFAULT_RESAMPLES, seed=0)
             )
             rows.append(
                 {
                     "model": model,
                     "program": program,
-                    "edge_f1": round(run.scores_completed.edge_f1, 4),
+                    **summary(episodes),
                     "baseline": args.baseline,
-                    "difference": None if paired is None else round(paired.difference, 4),
-                    "low": None if paired is None else round(paired.low, 4),
-                    "high": None if paired is None else round(paired.high, 4),
-                    "episodes": len(run.episodes),
+                    "difference": None if paired is None else paired.difference,
+                    "low": None if paired is None else paired.low,
+                    "high": None if paired is None else paired.high,
                 }
             )
-    print(f"| model | program | edge-F1 | Δ vs {args.baseline} [paired 95% CI] |")
-    print("|---|---|---:|---:|")
+    print(
+        f"| model | program | episodes | edge-F1 micro | macro (episodes) | macro (sources) | precision | recall "
+        f"| Δ micro vs {args.baseline} [paired 95% CI] | calls/ep | completion tok/ep | p50 s |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         delta = (
             "baseline"
             if row["difference"] is None
             else f"{row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
         )
-        print(f"| {row['model']} | {row['program']} | {row['edge_f1']:.3f} | {delta} |")
+        print(
+            f"| {row['model']} | {row['program']} | {row['episodes']} | {row['edge_f1_micro']:.3f} "
+            f"| {row['edge_f1_macro_episodes']:.3f} | {row['edge_f1_macro_sources']:.3f} "
+            f"| {_rate(row['precision'])} | {_rate(row['recall'])} | {delta} | {row['calls_per_episode']:.2f} "
+            f"| {row['completion_tokens_per_episode']:.1f} | {row['latency_p50_s']:.1f} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 if __name__ == "__main__":
