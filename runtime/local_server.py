@@ -35,6 +35,7 @@ from .llama_runtimes import (
     build_host_runtime,
     build_policy,
     crash_reason,
+    host_build_blocker,
     no_runtime_message,
     read_verdict,
     record_verdict,
@@ -337,6 +338,8 @@ class LocalServer:
         if any(binary.explicit for binary in candidates):
             raise LocalServerError(no_runtime_message(self.model_name, failures))
         may_build = self.build if self.build is not None else build_policy() == "auto"
+        if may_build and host_build_blocker() is not None:
+            may_build = False  # no compiler: announce no build; the message below says what to install
         if may_build and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
             print(
                 f"edgewise: no installed llama-server runs {self.model_name!r} on this CPU; building llama.cpp "
