@@ -248,6 +248,9 @@ def test_without_a_compiler_no_build_starts_and_one_line_says_what_to_install(
     assert not re.search(r"\d+ (minutes?|min|s)\b", message), "time figures belong in the README"
     assert "building llama.cpp" not in capsys.readouterr().err  # no build was announced
     assert not marker.exists()
+    with pytest.raises(LocalServerError, match="host build: not started: no C\\+\\+ compiler"):
+        LocalServer(spec, build=True).start()  # asked to build: still no build without a compiler
+    assert "building llama.cpp" not in capsys.readouterr().err and not marker.exists()
 
     choice = runtime_choice(spec, probe=False)  # what `local-model list` prints
     assert choice.binary is None
