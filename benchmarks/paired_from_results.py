@@ -14,7 +14,8 @@ sources the mean of the sources' micro F1.
         --baseline graphiti-structured
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \\
         benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \\
-        --baseline baseline-v1 --episodes runs/results/test-150.jsonl
+        --baseline baseline-v1 --programs baseline-v1,qwen2.5-coder-1.5b-program \\
+        --episodes runs/results/test-150.jsonl
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--episodes", type=Path, help="a JSONL file: score only its episodes (all must be there)"
     )
+    parser.add_argument(
+        "--programs", help="only these programs, comma-separated (default: every program of the benches)"
+    )
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     runs = merged_runs(args.results_dirs)
@@ -83,7 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [json.loads(line)["id"] for line in args.episodes.read_text().splitlines() if line.strip()]
     rows = []
     for model in sorted({model for model, _ in runs}):
-        programs = {program: episodes for (m, program), episodes in runs.items() if m == model}
+        chosen = set(args.programs.split(",")) if args.programs else None
+        programs = {
+            program: episodes
+            for (m, program), episodes in runs.items()
+            if m == model and (chosen is None or program in chosen)
+        }
         if args.baseline not in programs:
             raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(programs)})")
         if wanted is not None:
@@ -98,10 +107,15 @@ def main(argv: list[str] | None = None) -> int:
                 programs[program] = [by_id[episode_id] for episode_id in wanted]
         base = programs[args.baseline]
         for program, episodes in programs.items():
-            paired = (
-                None
+            paired, paired_macro = (
+                (None, None)
                 if program == args.baseline
-                else paired_on_shared(base, episodes, n_resamples=DEFAULT_RESAMPLES, seed=0)
+                else (
+                    paired_on_shared(base, episodes, n_resamples=DEFAULT_RESAMPLES, seed=0),
+                    paired_on_shared(
+                        base, episodes, stat="edge_f1_macro", n_resamples=DEFAULT_RESAMPLES, seed=0
+                    ),
+                )
             )
             rows.append(
                 {
@@ -112,23 +126,31 @@ def main(argv: list[str] | None = None) -> int:
                     "difference": None if paired is None else paired.difference,
                     "low": None if paired is None else paired.low,
                     "high": None if paired is None else paired.high,
+                    "macro_difference": None if paired_macro is None else paired_macro.difference,
+                    "macro_low": None if paired_macro is None else paired_macro.low,
+                    "macro_high": None if paired_macro is None else paired_macro.high,
                 }
             )
     print(
         f"| model | program | episodes | edge-F1 micro | macro (episodes) | macro (sources) | precision | recall "
-        f"| Δ micro vs {args.baseline} [paired 95% CI] | calls/ep | completion tok/ep | p50 s |"
+        f"| Δ micro vs {args.baseline} [paired 95% CI] | Δ macro (episodes) [paired 95% CI] | calls/ep "
+        "| completion tok/ep | p50 s |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        delta = (
-            "baseline"
+        delta, delta_macro = (
+            ("baseline", "baseline")
             if row["difference"] is None
-            else f"{row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
+            else (
+                f"{row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]",
+                f"{row['macro_difference']:+.3f} [{row['macro_low']:+.3f}, {row['macro_high']:+.3f}]",
+            )
         )
         print(
             f"| {row['model']} | {row['program']} | {row['episodes']} | {row['edge_f1_micro']:.3f} "
             f"| {row['edge_f1_macro_episodes']:.3f} | {row['edge_f1_macro_sources']:.3f} "
-            f"| {_rate(row['precision'])} | {_rate(row['recall'])} | {delta} | {row['calls_per_episode']:.2f} "
+            f"| {_rate(row['precision'])} | {_rate(row['recall'])} | {delta} | {delta_macro} "
+            f"| {row['calls_per_episode']:.2f} "
             f"| {row['completion_tokens_per_episode']:.1f} | {row['latency_p50_s']:.1f} |"
         )
     if args.json:
