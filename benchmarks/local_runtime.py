@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -118,6 +119,11 @@ class Run:
     counters: dict[str, float] = field(default_factory=dict)
     peak_rss: int | None = None
     scores: list[Any] = field(default_factory=list)
+    edge_sets: dict[str, list[list[str]]] = field(default_factory=dict)
+    """Each episode's edges (type, source, target, fact, dates), sorted: "identical edges" compares them."""
+    draft_accepted: int = 0
+    draft_generated: int = 0
+    """Draft tokens the target model accepted / the draft generated (llama-server's log, `draft` runs)."""
 
     def rate(self, tokens: str, seconds: str) -> float | None:
         spent = self.counters.get(seconds, 0.0)
@@ -209,6 +215,7 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
         server_binary=binary,
         extra_args=config.server_args(draft),
         speculative="ngram" in config.options,
+        keep_log=True,  # its "draft acceptance" lines are read after the run, then it is removed
     )
     try:
         server.start()
@@ -249,6 +256,11 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
                 run.completion_tokens += usage.completion_tokens
                 run.prompt_tokens += usage.prompt_tokens
                 run.edges += len(result.edges)
+                run.edge_sets[labeled.id] = sorted(
+                    [e.relationship_type, e.source_entity_name, e.target_entity_name, e.fact, str(e.valid_at),
+                     str(e.invalid_at)]
+                    for e in result.edges
+                )  # fmt: skip
                 run.parse_failures += int(result.parse_failures > 0)
                 run.scores.append(score_episode(labeled, result.edges))
                 progress(
@@ -260,7 +272,21 @@ def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) ->
         run.peak_rss = peak_rss_bytes(server.pid)
     finally:
         server.stop()
+        if server.log_path is not None and server.log_path.exists():
+            run.draft_accepted, run.draft_generated = draft_counts(
+                server.log_path.read_text(errors="replace")
+            )
+            server.log_path.unlink()
     return run
+
+
+_DRAFT_LINE: Final = re.compile(r"draft acceptance = [0-9.]+ \(\s*(\d+) accepted /\s*(\d+) generated\)")
+
+
+def draft_counts(log: str) -> tuple[int, int]:
+    """Accepted and generated draft tokens over the requests of a llama-server log (0, 0 without drafts)."""
+    pairs = [(int(accepted), int(generated)) for accepted, generated in _DRAFT_LINE.findall(log)]
+    return sum(a for a, _ in pairs), sum(g for _, g in pairs)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -280,12 +306,13 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
         "| configuration | runtime | s/episode median | first request s | gen tok/s | new prompt tok/s "
         "| completion tok/episode | completion tok/edge | edges | peak RSS MB | parse failures "
         "| edge-F1 [95% CI] | Δ edge-F1 vs baseline [paired 95% CI] | time ratio vs baseline (median of "
-        "per-episode ratios / ratio of medians) |"
+        "per-episode ratios / ratio of medians) | draft tokens accepted / generated "
+        "| episodes with the baseline's edges |"
     )
-    lines = [header, "|" + "---|" * 14]
+    lines = [header, "|" + "---|" * 16]
     for run in runs:
         if run.error is not None:
-            lines.append(f"| `{run.config.text}` | fails: {run.error} |" + " |" * 12)
+            lines.append(f"| `{run.config.text}` | fails: {run.error} |" + " |" * 14)
             continue
         n = len(episodes)
         rest = [seconds for episode_id, seconds in run.seconds.items() if episode_id != episodes[0].id]
@@ -293,6 +320,17 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
         split = aggregate(run.scores)
         low, high = bootstrap_ci(run.scores)
         baseline = baselines[run.config.model]
+        same = sum(
+            1
+            for i, edges in run.edge_sets.items()
+            if i in baseline.edge_sets and baseline.edge_sets[i] == edges
+        )
+        identical = f"{same}/{len(run.edge_sets)}"
+        drafts = (
+            f"{run.draft_accepted}/{run.draft_generated} ({run.draft_accepted / run.draft_generated:.2f})"
+            if run.draft_generated
+            else "-"
+        )
         if baseline is run:
             delta, ratio = "baseline", "1.00 / 1.00"
         else:
@@ -301,7 +339,7 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
             if not shared:
                 lines.append(
                     f"| `{run.config.text}` | no episode finished in both this run and the baseline |"
-                    + " |" * 12
+                    + " |" * 14
                 )
                 continue
             per_episode = statistics.median(run.seconds[i] / baseline.seconds[i] for i in shared)
@@ -315,7 +353,7 @@ def markdown(runs: list[Run], episodes: list[Any], args: argparse.Namespace) -> 
             f"| {_fmt(gen)} | {_fmt(prompt)} | {_fmt(run.completion_tokens / done if done else None, 0)} "
             f"| {_fmt(run.completion_tokens / run.edges if run.edges else None, 0)} | {run.edges} "
             f"| {_fmt(run.peak_rss / 1e6 if run.peak_rss else None, 0)} | {run.parse_failures}/{n} "
-            f"| {split.edge_f1:.3f} [{low:.3f}, {high:.3f}] | {delta} | {ratio} |"
+            f"| {split.edge_f1:.3f} [{low:.3f}, {high:.3f}] | {delta} | {ratio} | {drafts} | {identical} |"
         )
     load = os.getloadavg()
     lines += [
@@ -346,6 +384,9 @@ def merge_rerun(earlier: Run, again: Run) -> None:
     scores = {score.episode_id: score for score in again.scores}
     earlier.scores = [scores.get(score.episode_id, score) for score in earlier.scores]
     earlier.seconds.update(again.seconds)
+    earlier.edge_sets.update(again.edge_sets)
+    earlier.draft_accepted += again.draft_accepted
+    earlier.draft_generated += again.draft_generated
     earlier.completion_tokens += again.completion_tokens
     earlier.prompt_tokens += again.prompt_tokens
     earlier.edges += again.edges
@@ -375,6 +416,9 @@ def save_done(path: Path, episodes: list[Any], runs: dict[str, Run]) -> None:
                 "failed_ids": run.failed_ids,
                 "counters": run.counters,
                 "peak_rss": run.peak_rss,
+                "edge_sets": run.edge_sets,
+                "draft_accepted": run.draft_accepted,
+                "draft_generated": run.draft_generated,
                 "scores": [score.model_dump(mode="json") for score in run.scores],
             }
             for text, run in runs.items()
