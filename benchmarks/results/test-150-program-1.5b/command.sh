@@ -10,5 +10,5 @@ bash benchmarks/test150_in_chunks.sh   # skips the chunks already complete
 python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \
   benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \
   --baseline baseline-v1 --programs baseline-v1,qwen2.5-coder-1.5b-program \
-  --episodes runs/results/test-150.jsonl --json benchmarks/results/test-150-program-1.5b/results.json \
-  > benchmarks/results/test-150-program-1.5b/results.md
+  --episodes runs/results/test-150.jsonl --json benchmarks/results/test-150-program-1.5b/paired.json \
+  > benchmarks/results/test-150-program-1.5b/paired.md
