@@ -337,9 +337,9 @@ class LocalServer:
                 return
         if any(binary.explicit for binary in candidates):
             raise LocalServerError(no_runtime_message(self.model_name, failures))
-        may_build = self.build if self.build is not None else build_policy() == "auto"
-        if may_build and host_build_blocker() is not None:
-            may_build = False  # no compiler: announce no build; the message below says what to install
+        may_build = (self.build if self.build is not None else build_policy() == "auto") and (
+            host_build_blocker() is None  # no compiler: no build announced; the message says what to install
+        )
         if may_build and not any(b.source == HOST_BUILD_SOURCE for b in candidates):
             print(
                 f"edgewise: no installed llama-server runs {self.model_name!r} on this CPU; building llama.cpp "

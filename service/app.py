@@ -112,11 +112,14 @@ class ServiceError(EdgewiseError):
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
-        return JSONResponse(
-            status_code=self.body.status,
-            content=ErrorResponse(error=self.body).model_dump(mode="json"),
-            headers=self.headers,
-        )
+        return error_response(self.body, self.headers)
+
+
+def error_response(body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The JSON answer for one failure: `{"error": {...}}` with the body's status."""
+    return JSONResponse(
+        status_code=body.status, content=ErrorResponse(error=body).model_dump(mode="json"), headers=headers
+    )
 
 
 def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
@@ -135,7 +138,7 @@ def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> Servi
     if reason == REASON_INTERNAL and type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
         reason = REASON_PROVIDER_ERROR
     status = status_of(reason)
-    what = REASONS[reason].meaning if reason in REASONS else REASONS[REASON_INTERNAL].meaning
+    what = REASONS[reason].meaning  # failure_reason answers only with words of the vocabulary
     if reason == REASON_CONTEXT_WINDOW:
         what += "; shorten episodeContent or previousEpisodes"
     headers = {}
@@ -508,11 +511,7 @@ def create_app(
         body = ErrorBody(
             status=error.status_code, reason=reason_of_status(error.status_code), message=str(error.detail)
         )
-        return JSONResponse(
-            status_code=error.status_code,
-            content=ErrorResponse(error=body).model_dump(mode="json"),
-            headers=error.headers,
-        )
+        return error_response(body, error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:

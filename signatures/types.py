@@ -354,8 +354,8 @@ class Episode(_CamelModel):
         if not isinstance(data, Mapping):
             return episode
         if episode.nodes:
-            episode.entities, episode.nodes = episode.nodes, None
-        episode.nodes = None
+            episode.entities = episode.nodes
+        episode.nodes = None  # read as the entities; never kept beside them
         unknown = _unknown_fields(cls, data)
         field = _entities_given(data)
         if not episode.entities:

@@ -12,12 +12,14 @@ from typing import Any
 
 import schemathesis
 
+from edgewise.signatures.types import ENTITY_LISTS
+
 SIGNATURE_FIELDS = ("sourceTypes", "targetTypes")
 
 
 def _entity_types(body: dict[str, Any]) -> list[str]:
     types: list[str] = []
-    for name in ("entities", "nodes"):
+    for name in ENTITY_LISTS:
         items = body.get(name)
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"]:
@@ -26,12 +28,9 @@ def _entity_types(body: dict[str, Any]) -> list[str]:
 
 
 def _edge_type_objects(edge_types: Any) -> list[dict[str, Any]]:
-    values = edge_types.values() if isinstance(edge_types, dict) else edge_types
-    return (
-        [value for value in values if isinstance(value, dict)]
-        if isinstance(values, list | type({}.values()))
-        else []
-    )
+    """The edge types given as objects, in the list form or as values of the seed's object form."""
+    values = list(edge_types.values()) if isinstance(edge_types, dict) else edge_types
+    return [value for value in values if isinstance(value, dict)] if isinstance(values, list) else []
 
 
 def with_known_signature_types(body: Any) -> Any:
