@@ -8,10 +8,11 @@ Given several folders, it merges each model x program's episodes (the first fold
 episode wins), and `--episodes FILE` keeps only the episodes of that JSONL file (all must be
 there): a sample whose parts were benched in separate runs of the same programs and model is scored
 as one. Micro edge-F1 pools the counts; macro is the mean of the episodes' F1, and macro over
-sources the mean of the sources' micro F1.
+sources the mean of the sources' micro F1. Unparsed episodes had a reply that did not parse;
+failed ones, a model call that failed.
 
-    python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \\
-        --baseline graphiti-structured
+    python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti-1.5b/chunk-* \\
+        --baseline graphiti-structured --episodes runs/results/test-conversational.jsonl
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-program-1.5b \\
         benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \\
         --baseline baseline-v1 --programs baseline-v1,qwen2.5-coder-1.5b-program \\
@@ -64,6 +65,7 @@ def summary(episodes: list[EpisodeRun]) -> dict[str, float | int | None]:
         "completion_tokens_per_episode": sum(e.completion_tokens for e in episodes) / len(episodes),
         "latency_p50_s": median(e.latency_s for e in episodes),
         "failed": sum(1 for e in episodes if e.status == "failed"),
+        "unparsed": sum(1 for e in episodes if e.parse_failures),
     }
 
 
@@ -134,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"| model | program | episodes | edge-F1 micro | macro (episodes) | macro (sources) | precision | recall "
         f"| Δ micro vs {args.baseline} [paired 95% CI] | Δ macro (episodes) [paired 95% CI] | calls/ep "
-        "| completion tok/ep | p50 s |"
+        "| completion tok/ep | p50 s | unparsed / failed episodes |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         delta, delta_macro = (
             ("baseline", "baseline")
@@ -151,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['edge_f1_macro_episodes']:.3f} | {row['edge_f1_macro_sources']:.3f} "
             f"| {_rate(row['precision'])} | {_rate(row['recall'])} | {delta} | {delta_macro} "
             f"| {row['calls_per_episode']:.2f} "
-            f"| {row['completion_tokens_per_episode']:.1f} | {row['latency_p50_s']:.1f} |"
+            f"| {row['completion_tokens_per_episode']:.1f} | {row['latency_p50_s']:.1f} "
+            f"| {row['unparsed']} / {row['failed']} |"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
