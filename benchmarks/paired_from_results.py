@@ -8,8 +8,10 @@ Given several folders, it merges each model x program's episodes (the first fold
 episode wins), and `--episodes FILE` keeps only the episodes of that JSONL file (all must be
 there): a sample whose parts were benched in separate runs of the same programs and model is scored
 as one. Micro edge-F1 pools the counts; macro is the mean of the episodes' F1, and macro over
-sources the mean of the sources' micro F1. Unparsed episodes had a reply that did not parse;
-failed ones, a model call that failed.
+sources the mean of the sources' micro F1. Pair-F1 and the validAt / invalidAt accuracies come from
+the runs' own totals, so they are given only where the episodes are whole runs (the chunks of one
+sample), "-" otherwise. Unparsed episodes had a reply that did not parse; failed ones, a model call
+that failed.
 
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti-1.5b/chunk-* \\
         --baseline graphiti-structured --episodes runs/results/test-conversational.jsonl
@@ -27,25 +29,55 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import median
+from typing import NamedTuple
 
-from edgewise.eval.bench import BenchReport, EpisodeRun
+from edgewise.eval.bench import BenchReport, EpisodeRun, percentile
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
-from edgewise.eval.records import f1_of
+from edgewise.eval.records import SplitScore, f1_of
 
 
-def merged_runs(folders: list[Path]) -> dict[tuple[str, str], list[EpisodeRun]]:
+class MergedRun(NamedTuple):
+    """One model x program over the folders: its episodes, and each folder's whole run scores."""
+
+    episodes: list[EpisodeRun]
+    parts: list[tuple[frozenset[str], SplitScore | None]]
+
+
+def merged_runs(folders: list[Path]) -> dict[tuple[str, str], MergedRun]:
     """Each (model, program)'s episodes over the folders, one record per episode id."""
-    merged: dict[tuple[str, str], dict[str, EpisodeRun]] = defaultdict(dict)
+    episodes: dict[tuple[str, str], dict[str, EpisodeRun]] = defaultdict(dict)
+    parts: dict[tuple[str, str], list[tuple[frozenset[str], SplitScore | None]]] = defaultdict(list)
     for folder in folders:
         report = BenchReport.model_validate_json((folder / "results.json").read_bytes())
         for run in report.runs:
+            key = (run.model, run.program)
             for episode in run.episodes:
-                merged[(run.model, run.program)].setdefault(episode.id, episode)
-    return {key: list(by_id.values()) for key, by_id in merged.items()}
+                episodes[key].setdefault(episode.id, episode)
+            parts[key].append((frozenset(episode.id for episode in run.episodes), run.scores))
+    return {key: MergedRun(list(by_id.values()), parts[key]) for key, by_id in episodes.items()}
 
 
-def summary(episodes: list[EpisodeRun]) -> dict[str, float | int | None]:
+def pooled_counts(run: MergedRun, ids: set[str]) -> SplitScore | None:
+    """The runs' summed pair and date counts, when the runs are disjoint and together exactly `ids`.
+
+    Pair-F1 and date accuracies are not in the per-episode records; each run's totals are, so they
+    pool only over whole runs (chunks of one sample), never over part of a run.
+    """
+    seen: set[str] = set()
+    for part_ids, scores in run.parts:
+        if scores is None or seen & part_ids:
+            return None
+        seen |= part_ids
+    if seen != ids:
+        return None
+    scores = [scores for _, scores in run.parts if scores is not None]
+    fields = ("tp", "fp", "fn", "pair_tp", "pair_fp", "pair_fn", "valid_at_right", "invalid_at_right")
+    totals = {field: sum(getattr(score, field) for score in scores) for field in fields}
+    return SplitScore(episodes=len(ids), edge_f1_macro=0.0, pair_f1_macro=0.0, **totals)
+
+
+def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dict[str, float | int | None]:
     tp, fp, fn = (sum(getattr(e, field) for e in episodes) for field in ("tp", "fp", "fn"))
     by_source: dict[str, list[EpisodeRun]] = defaultdict(list)
     for episode in episodes:
@@ -54,16 +86,24 @@ def summary(episodes: list[EpisodeRun]) -> dict[str, float | int | None]:
         f1_of(sum(e.tp for e in items), sum(e.fp for e in items), sum(e.fn for e in items))
         for items in by_source.values()
     ]
+    n = len(episodes)
     return {
-        "episodes": len(episodes),
+        "episodes": n,
         "edge_f1_micro": f1_of(tp, fp, fn),
-        "edge_f1_macro_episodes": sum(e.f1 for e in episodes) / len(episodes),
+        "edge_f1_macro_episodes": sum(e.f1 for e in episodes) / n,
         "edge_f1_macro_sources": sum(source_f1) / len(source_f1),
         "precision": tp / (tp + fp) if tp + fp else None,
         "recall": tp / (tp + fn) if tp + fn else None,
-        "calls_per_episode": sum(e.calls for e in episodes) / len(episodes),
-        "completion_tokens_per_episode": sum(e.completion_tokens for e in episodes) / len(episodes),
+        "pair_f1": None if pooled is None else pooled.pair_f1,
+        "valid_at_accuracy": None if pooled is None else pooled.valid_at_accuracy,
+        "invalid_at_accuracy": None if pooled is None else pooled.invalid_at_accuracy,
+        "calls_per_episode": sum(e.calls for e in episodes) / n,
+        "prompt_tokens_per_episode": sum(e.prompt_tokens for e in episodes) / n,
+        "uncached_prompt_tokens_per_episode": sum(e.prompt_tokens - e.cached_prompt_tokens for e in episodes)
+        / n,
+        "completion_tokens_per_episode": sum(e.completion_tokens for e in episodes) / n,
         "latency_p50_s": median(e.latency_s for e in episodes),
+        "latency_p95_s": percentile([e.latency_s for e in episodes], 0.95),
         "failed": sum(1 for e in episodes if e.status == "failed"),
         "unparsed": sum(1 for e in episodes if e.parse_failures),
     }
@@ -90,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for model in sorted({model for model, _ in runs}):
         chosen = set(args.programs.split(",")) if args.programs else None
-        programs = {
-            program: episodes
-            for (m, program), episodes in runs.items()
+        merged = {
+            program: run
+            for (m, program), run in runs.items()
             if m == model and (chosen is None or program in chosen)
         }
+        programs = {program: run.episodes for program, run in merged.items()}
         if args.baseline not in programs:
             raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(programs)})")
         if wanted is not None:
@@ -123,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "model": model,
                     "program": program,
-                    **summary(episodes),
+                    **summary(episodes, pooled_counts(merged[program], {e.id for e in episodes})),
                     "baseline": args.baseline,
                     "difference": None if paired is None else paired.difference,
                     "low": None if paired is None else paired.low,
@@ -134,9 +175,11 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
     print(
-        f"| model | program | episodes | edge-F1 micro | macro (episodes) | macro (sources) | precision | recall "
-        f"| Δ micro vs {args.baseline} [paired 95% CI] | Δ macro (episodes) [paired 95% CI] | calls/ep "
-        "| completion tok/ep | p50 s | unparsed / failed episodes |"
+        f"| model | program | episodes | edge-F1 micro | macro (episodes) | macro (sources) "
+        f"| Δ micro vs {args.baseline} [paired 95% CI] | Δ macro (episodes) [paired 95% CI] | pair-F1 "
+        "| precision / recall | validAt / invalidAt acc "
+        "| calls / prompt tok / uncached prompt tok / completion tok per episode | latency p50 / p95 s "
+        "| unparsed / failed episodes |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
@@ -151,9 +194,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {row['model']} | {row['program']} | {row['episodes']} | {row['edge_f1_micro']:.3f} "
             f"| {row['edge_f1_macro_episodes']:.3f} | {row['edge_f1_macro_sources']:.3f} "
-            f"| {_rate(row['precision'])} | {_rate(row['recall'])} | {delta} | {delta_macro} "
-            f"| {row['calls_per_episode']:.2f} "
-            f"| {row['completion_tokens_per_episode']:.1f} | {row['latency_p50_s']:.1f} "
+            f"| {delta} | {delta_macro} | {_rate(row['pair_f1'])} "
+            f"| {_rate(row['precision'])} / {_rate(row['recall'])} "
+            f"| {_rate(row['valid_at_accuracy'])} / {_rate(row['invalid_at_accuracy'])} "
+            f"| {row['calls_per_episode']:.2f} / {row['prompt_tokens_per_episode']:.1f} "
+            f"/ {row['uncached_prompt_tokens_per_episode']:.1f} / {row['completion_tokens_per_episode']:.1f} "
+            f"| {row['latency_p50_s']:.1f} / {row['latency_p95_s']:.1f} "
             f"| {row['unparsed']} / {row['failed']} |"
         )
     if args.json:

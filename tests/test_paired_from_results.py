@@ -1,0 +1,51 @@
+"""benchmarks/paired_from_results.py: runs merged over folders, and pair / date counts pooled only over whole runs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from edgewise.eval.bench import BenchReport
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+_spec = importlib.util.spec_from_file_location(
+    "paired_from_results", RESULTS.parent / "paired_from_results.py"
+)
+paired_from_results = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paired_from_results)
+
+CHUNKS = sorted((RESULTS / "test-conversational-graphiti-1.5b").glob("chunk-*"))
+KEY = ("local/qwen2.5-coder-1.5b", "graphiti-structured")
+
+
+def test_one_whole_run_pools_to_the_bench_s_own_scores() -> None:
+    folder = CHUNKS[0]
+    (run,) = [r for r in BenchReport.model_validate_json((folder / "results.json").read_bytes()).runs
+              if (r.model, r.program) == KEY]  # fmt: skip
+    merged = paired_from_results.merged_runs([folder])[KEY]
+    pooled = paired_from_results.pooled_counts(merged, {e.id for e in merged.episodes})
+    assert pooled is not None
+    assert (pooled.pair_f1, pooled.valid_at_accuracy, pooled.invalid_at_accuracy, pooled.edge_f1) == (
+        run.scores.pair_f1,
+        run.scores.valid_at_accuracy,
+        run.scores.invalid_at_accuracy,
+        run.scores.edge_f1,
+    )
+
+
+def test_chunks_pool_to_the_sum_of_their_counts() -> None:
+    merged = paired_from_results.merged_runs(CHUNKS)[KEY]
+    pooled = paired_from_results.pooled_counts(merged, {e.id for e in merged.episodes})
+    scores = [score for _, score in merged.parts]
+    assert len(scores) == len(CHUNKS) >= 2
+    assert pooled.pair_tp == sum(s.pair_tp for s in scores) and pooled.tp == sum(s.tp for s in scores)
+    assert pooled.valid_at_right == sum(s.valid_at_right for s in scores)
+    assert pooled.tp == sum(e.tp for e in merged.episodes)  # the runs' totals agree with their episodes
+
+
+def test_part_of_a_run_or_a_run_counted_twice_pools_nothing() -> None:
+    merged = paired_from_results.merged_runs(CHUNKS)[KEY]
+    ids = {e.id for e in merged.episodes}
+    assert paired_from_results.pooled_counts(merged, ids - {next(iter(ids))}) is None
+    twice = paired_from_results.merged_runs([CHUNKS[0], CHUNKS[0]])[KEY]
+    assert paired_from_results.pooled_counts(twice, {e.id for e in twice.episodes}) is None
