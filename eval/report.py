@@ -136,9 +136,11 @@ def table_notes(report: BenchReport) -> list[str]:
         "validAt / invalidAt accuracy: over edges matched for edge-F1, at the gold date's granularity.",
         (
             "LM calls and tokens per episode are what the server reported, averaged over all episodes; "
-            "uncached prompt tokens leave out what the server took from its prompt cache (a prefix such "
-            "as the instructions and demos, shared by consecutive requests; 0 cached where the server "
-            "does not report it). DSPy's response cache is off during a bench."
+            "uncached prompt tokens leave out what the server took from its prompt cache (a prefix it has "
+            "seen: the instructions and demos shared by consecutive requests, or, where the server keeps "
+            "earlier prompts as llama-server does, the same episode's prompt from a program benched before "
+            "this one, which also shortens this one's latency; 0 cached where the server does not report "
+            "it). DSPy's response cache is off during a bench."
         ),
         (
             f"latency: wall-clock seconds per episode (all its calls and retries) with {report.workers} "

@@ -69,7 +69,9 @@ class EdgewiseLLMClient(LLMClient):
     `program`: a program name or directory, as `edgewise extract --program` takes (default `default`).
     `model`, `api_base`, `api_key`: the edgewise model (default `local`, started on first use and
     stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field
-    (`max_tokens`, `max_retries`, ...). `lm`: a ready DSPy LM instead (one you manage yourself).
+    (`max_tokens`, `num_retries`, `timeout_s`, ...), checked here so that a misspelled one is a
+    `TypeError` now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
+    yourself).
     """
 
     def __init__(
@@ -85,13 +87,25 @@ class EdgewiseLLMClient(LLMClient):
     ) -> None:
         super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
         from edgewise.optimize.programs import resolve_program
+        from edgewise.runtime.lm import LMConfig
+
+        unknown = sorted(set(lm_options) - set(LMConfig.model_fields))
+        if unknown:
+            raise TypeError(
+                f"EdgewiseLLMClient: unknown model option(s) {', '.join(unknown)}; "
+                f"the options are LMConfig's fields: {', '.join(LMConfig.model_fields)}"
+            )
 
         self.inner = inner
         self.program_name = program
         self._closed_program = resolve_program(program)
         self._open_program = resolve_program(program, open_types=True)
         self._lm = lm
-        self._lm_settings = {"model": model, "api_base": api_base, "api_key": api_key, **lm_options}
+        self._lm_config = (
+            None
+            if lm is not None
+            else LMConfig(model=model, api_base=api_base, api_key=api_key, **lm_options)
+        )
         self._stack = ExitStack()
         self._lock = threading.Lock()
         self._dates: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
@@ -181,9 +195,9 @@ class EdgewiseLLMClient(LLMClient):
         """The edgewise LM, opened on first use (a local model's server is started then)."""
         with self._lock:
             if self._lm is None:
-                from edgewise.runtime.lm import LMConfig, open_lm
+                from edgewise.runtime.lm import open_lm
 
-                self._lm = self._stack.enter_context(open_lm(LMConfig(**self._lm_settings)))
+                self._lm = self._stack.enter_context(open_lm(self._lm_config))
             return self._lm
 
     def close(self) -> None:

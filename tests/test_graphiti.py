@@ -110,6 +110,30 @@ def test_graphitis_own_edge_prompt_reads_back_field_by_field(changes: dict[str, 
         assert types == {}
 
 
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_every_labeled_episode_reads_back_from_graphitis_prompt_unchanged(split: str) -> None:
+    """What the client hands the program equals the episode the bench scores, for every shipped episode."""
+    from graphiti_core.prompts.models import Message
+
+    from edgewise.data import load_episodes
+    from edgewise.integrations.graphiti_baseline import graphiti_messages
+
+    def fields(episode: Any) -> tuple:
+        return (
+            episode.episode_content,
+            episode.previous_episodes,
+            episode.reference_time,
+            episode.custom_prompt,
+            [(e.name, e.type) for e in episode.entities],
+            [(t.name, t.description, t.source_types, t.target_types) for t in episode.edge_types],
+        )
+
+    episodes = load_episodes(split)
+    for episode in episodes:
+        messages = [Message(**m) for m in graphiti_messages(episode, schema_in_prompt=True)]
+        assert fields(read_edge_prompt(messages).episode) == fields(episode), episode.id
+
+
 def test_the_prompt_after_graphitis_own_additions_still_reads() -> None:
     """LLMClient.generate_response appends the response schema and a language note before sending."""
     messages = prompt_library.extract_edges.edge(context(edge_types=FACT_TYPES))
@@ -236,7 +260,7 @@ def test_a_model_failure_is_raised_as_graphitis_own_error_and_graphiti_retries_i
             model="openai/mock",
             api_base=server.api_base,
             api_key="x",
-            max_retries=0,
+            num_retries=0,
             cache=False,
         )
         with pytest.raises(Exception) as raised:
@@ -252,6 +276,7 @@ def test_a_model_failure_is_raised_as_graphitis_own_error_and_graphiti_retries_i
     assert isinstance(error, RateLimitError if fault == "429" else httpx.HTTPStatusError)
     assert is_server_or_retry_error(error)
     assert client.attempts == 4  # Graphiti's own retry (stop_after_attempt(4)) ran edgewise four times
+    assert len(server.requests) == 4  # num_retries=0: one request per attempt, no retry inside edgewise
 
 
 class CountingClient(EdgewiseLLMClient):
@@ -260,6 +285,13 @@ class CountingClient(EdgewiseLLMClient):
     async def _generate_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         self.attempts += 1
         return await super()._generate_response(*args, **kwargs)
+
+
+def test_a_misspelled_model_option_is_an_error_when_the_client_is_built() -> None:
+    with pytest.raises(TypeError, match="max_retries.*num_retries"):
+        EdgewiseLLMClient(FakeGraphitiClient([]), model="openai/mock", max_retries=0)
+    with pytest.raises(ValueError, match="num_retries"):  # LMConfig's own check, also at construction
+        EdgewiseLLMClient(FakeGraphitiClient([]), model="openai/mock", num_retries=-1)
 
 
 def test_graphiti_error_maps_edgewise_reasons() -> None:
