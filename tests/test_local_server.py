@@ -212,8 +212,14 @@ def test_stop_all_servers_is_what_runs_at_exit(spec: LocalModelSpec, fake_binary
     assert process_gone(pid) and not server.running
 
 
+# A shell starts a background job (`.ci/run &`) with SIGINT ignored and its children inherit that, so a
+# Python started from it never raises KeyboardInterrupt. The scripts below take Ctrl-C as a terminal's
+# foreground process does, so that the SIGINT these tests send arrives however the run was started.
+CTRL_C_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
+
 PARENT_SCRIPT = textwrap.dedent(
-    """
+    f"""
+    {CTRL_C_AS_IN_A_TERMINAL}
     import sys, time
     from edgewise.runtime.local_models import LocalModelSpec, ModelPart
     from edgewise.runtime.local_server import LocalServer
@@ -293,7 +299,8 @@ def test_missing_binary_names_the_install_fix(monkeypatch: pytest.MonkeyPatch, t
 
 
 SERVE_SCRIPT = textwrap.dedent(
-    """
+    f"""
+    {CTRL_C_AS_IN_A_TERMINAL}
     import sys
     from edgewise.cli import main
     from edgewise.runtime import local_models
