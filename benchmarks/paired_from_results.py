@@ -62,19 +62,25 @@ def pooled_counts(run: MergedRun, ids: set[str]) -> SplitScore | None:
     """The runs' summed pair and date counts, when the runs are disjoint and together exactly `ids`.
 
     Pair-F1 and date accuracies are not in the per-episode records; each run's totals are, so they
-    pool only over whole runs (chunks of one sample), never over part of a run.
+    pool only over whole runs (chunks of one sample), never over part of a run. Only the counts are
+    pooled: the macro fields of the result are not, and stay 0.
     """
     seen: set[str] = set()
+    totals: list[SplitScore] = []
     for part_ids, scores in run.parts:
         if scores is None or seen & part_ids:
             return None
         seen |= part_ids
+        totals.append(scores)
     if seen != ids:
         return None
-    scores = [scores for _, scores in run.parts if scores is not None]
     fields = ("tp", "fp", "fn", "pair_tp", "pair_fp", "pair_fn", "valid_at_right", "invalid_at_right")
-    totals = {field: sum(getattr(score, field) for score in scores) for field in fields}
-    return SplitScore(episodes=len(ids), edge_f1_macro=0.0, pair_f1_macro=0.0, **totals)
+    return SplitScore(
+        episodes=len(ids),
+        edge_f1_macro=0.0,
+        pair_f1_macro=0.0,
+        **{field: sum(getattr(score, field) for score in totals) for field in fields},
+    )
 
 
 def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dict[str, float | int | None]:
