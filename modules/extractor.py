@@ -15,6 +15,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.context import extraction_inputs
+from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
@@ -191,6 +192,8 @@ class EdgeExtractor(dspy.Module):
         warnings.extend(cleanup_warnings)
         if self.options.fact_dates:
             edges = dates_from_facts(edges, episode.reference_time, warnings)
+        if self.options.date_guards:
+            edges = guard_dates(edges, episode.episode_content, episode.reference_time, warnings)
         if self.options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)
