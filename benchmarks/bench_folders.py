@@ -10,7 +10,9 @@ Only the model x program runs that hold every kept episode are returned; the oth
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,11 +71,39 @@ def read_folders(
     return FolderRuns(kept, complete, incomplete)
 
 
+def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments every script over bench folders takes: the folders, --episodes, --programs, --out."""
+    parser.add_argument("results_dirs", type=Path, nargs="+", help="folders `edgewise bench --out` wrote")
+    parser.add_argument("--episodes", type=Path, help="a JSONL file: only its episodes (all must be there)")
+    parser.add_argument(
+        "--programs", help="only these programs, comma-separated (default: every complete run)"
+    )
+    parser.add_argument("--out", type=Path, help="also write the report here")
+
+
+def folders_of(args: argparse.Namespace) -> FolderRuns:
+    """The folders `add_folder_arguments` parsed, read."""
+    return read_folders(
+        args.results_dirs,
+        episodes_file=args.episodes,
+        programs=args.programs.split(",") if args.programs else None,
+    )
+
+
+def write_report(text: str, out: Path | None) -> None:
+    """The report on stdout, and in `out` when given."""
+    print(text, end="")
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+
+
 def plain_edges(prediction: EpisodePrediction) -> list[Edge]:
     """A prediction's edges without their verdicts, as the program returned them."""
     return [Edge.model_validate(edge.model_dump(include=set(Edge.model_fields))) for edge in prediction.edges]
 
 
-def command_line(argv: list[str]) -> str:
-    """The command that reproduces a report, as its results file states it."""
-    return "python " + " ".join(argv)
+def command_line(script: str, argv: list[str] | None) -> str:
+    """The command that reproduces a report, as its results file states it: `script` (a path) run with
+    `argv`, or the command line itself when `argv` is None."""
+    words = sys.argv if argv is None else [f"benchmarks/{Path(script).name}", *argv]
+    return "python " + " ".join(words)

@@ -26,10 +26,9 @@ from __future__ import annotations
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
-from bench_folders import command_line, plain_edges, read_folders
+from bench_folders import add_folder_arguments, command_line, folders_of, plain_edges, write_report
 from harness import script_parser
 
 from edgewise.eval.dates import same_date
@@ -189,23 +188,14 @@ def _paired(base: Sequence[EpisodeScore], scores: Sequence[EpisodeScore]) -> str
 
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
-    parser.add_argument("results_dirs", type=Path, nargs="+", help="folders `edgewise bench --out` wrote")
-    parser.add_argument("--episodes", type=Path, help="a JSONL file: only its episodes (all must be there)")
-    parser.add_argument(
-        "--programs", help="only these programs, comma-separated (default: every complete run)"
-    )
-    parser.add_argument("--out", type=Path, help="also write the report here")
+    add_folder_arguments(parser)
     args = parser.parse_args(argv)
-    folders = read_folders(
-        args.results_dirs,
-        episodes_file=args.episodes,
-        programs=args.programs.split(",") if args.programs else None,
-    )
+    folders = folders_of(args)
     sources = sorted({episode.source for episode in folders.episodes})
     lines = [
         "# Date guards replayed on benched replies",
         "",
-        f"Command: `{command_line(sys.argv if argv is None else ['benchmarks/date_guards_replay.py', *argv])}`",
+        f"Command: `{command_line(__file__, argv)}`",
         "",
         f"{len(folders.episodes)} episodes ("
         + ", ".join(f"{s} {sum(1 for e in folders.episodes if e.source == s)}" for s in sources)
@@ -312,10 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {label} | {item.episode_id} | `{item.code}` | {item.outcome} | {fact.replace('|', '/')} "
                     f"| {item.before} | {item.after} | {item.gold} |"
                 )
-    report = "\n".join(lines) + "\n"
-    print(report, end="")
-    if args.out is not None:
-        args.out.write_text(report, encoding="utf-8")
+    write_report("\n".join(lines) + "\n", args.out)
     return 0
 
 

@@ -20,6 +20,7 @@ from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
 from edgewise.modules.postprocess import cap_attributes, postprocess
+from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.type_signatures import STATE_KEY, PairRule, TypeSignatures
 from edgewise.modules.usage import track_step
 from edgewise.modules.vocabulary import vocabulary_signature
@@ -194,6 +195,8 @@ class EdgeExtractor(dspy.Module):
             edges = dates_from_facts(edges, episode.reference_time, warnings)
         if self.options.date_guards:
             edges = guard_dates(edges, episode.episode_content, episode.reference_time, warnings)
+        if self.options.speaker_names:
+            edges = add_speaker_names(edges, episode, warnings)
         if self.options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)

@@ -3,12 +3,10 @@ through the extractor with a fake model, and the replay of the guards on benched
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
+from benchmark_scripts import RESULTS, load_script
 from fakes import ScriptedLM, edge, edges_reply
 
 from edgewise.eval.bench import BenchReport
@@ -20,7 +18,6 @@ from edgewise.runtime.lm import lm_context
 from edgewise.signatures.types import Edge, Episode, ExtractionWarning
 
 REFERENCE = datetime(2024, 3, 14, 9, 30, tzinfo=UTC)
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def day(year: int, month: int = 1, date: int = 1) -> datetime:
@@ -226,21 +223,11 @@ def test_shipped_programs_keep_their_options() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _replay_module():
-    sys.path.insert(0, str(RESULTS.parent))
-    spec = importlib.util.spec_from_file_location(
-        "date_guards_replay", RESULTS.parent / "date_guards_replay.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_replay_reproduces_the_benched_dates_from_facts_and_scores_the_guards(capsys) -> None:
     folder = RESULTS / "test-conversational-program-1.5b"
     benched = BenchReport.model_validate_json((folder / "results.json").read_bytes())
     (run,) = [r for r in benched.runs if r.program == "qwen2.5-coder-1.5b-program"]
-    assert _replay_module().main([str(folder), "--programs", run.program]) == 0
+    assert load_script("date_guards_replay").main([str(folder), "--programs", run.program]) == 0
     report = capsys.readouterr().out
     assert f"{len(run.episodes)} of {len(run.episodes)} episodes give the benched edges exactly" in report
     assert f"| as benched validAt | {run.scores.valid_at_accuracy:.3f} [{run.scores.tp}] |" in report
