@@ -16,6 +16,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
+from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, written_triples
 from edgewise.modules.options import ProgramOptions
@@ -23,6 +24,7 @@ from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schem
 from edgewise.modules.postprocess import cap_attributes, dedupe_edges, postprocess
 from edgewise.modules.retype import apply_answers, options_of, questions
 from edgewise.modules.spans import numbered, sentences, span_edge
+from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.transcript import Transcript, recording
 from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
 from edgewise.modules.usage import track_step
@@ -235,6 +237,10 @@ class EdgeExtractor(dspy.Module):
             edges = dedupe_edges(edges + retyped, episode, warnings)
         if options.fact_dates:
             edges = dates_from_facts(edges, episode.reference_time, warnings)
+        if options.date_guards:
+            edges = guard_dates(edges, episode.episode_content, episode.reference_time, warnings)
+        if options.speaker_names:
+            edges = add_speaker_names(edges, episode, warnings)
         if options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
         edges = self._fill_attributes(edges, episode, usage, warnings)

@@ -54,6 +54,11 @@ class ProgramOptions(BaseModel):
       and drops those it does not (`signatures.verify_edges`).
     - `fact_dates`: where the model wrote REFERENCE_TIME or no date for validAt and its fact names a
       time of its own ("since 2008", "two years ago"), that time is used (`modules.fact_dates`).
+    - `date_guards`: undo a validAt read from a number that names a thing ("my 2015 Civic"), from a plan
+      the text calls off, REFERENCE_TIME on a fact that ended or is past, and an end written as the
+      start, each with a warning (`modules.date_guards`).
+    - `speaker_names`: in a transcript whose turns are labelled by entities ("Speaker 2: ..."), add the
+      alias edge from a name to the label it is called by (`modules.speaker_names`).
     - `input_order`: `shared-first` (what episodes share first, for the prompt cache) or `seed` (the
       seed prompt's order: previous episodes, the episode, entities, time, types).
     """
@@ -72,6 +77,8 @@ class ProgramOptions(BaseModel):
     fact_span: bool = False
     precision: bool = False
     fact_dates: bool = False
+    date_guards: bool = False
+    speaker_names: bool = False
     input_order: InputOrder = "shared-first"
     max_pairs: int = Field(default=DEFAULT_MAX_PAIRS, ge=1)
 

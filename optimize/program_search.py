@@ -42,6 +42,8 @@ LEVERS: Final[tuple[str, ...]] = (
     "samples",
     "fact_span",
     "fact_dates",
+    "date_guards",
+    "speaker_names",
     "precision",
     "gold_demos",
 )
@@ -58,13 +60,17 @@ ALTERNATIVES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     "samples": ({"samples": 3, "votes": 2}, {"samples": 2, "votes": 1}),
     "fact_span": ({"fact_span": True},),
     "fact_dates": ({"fact_dates": True},),
+    "date_guards": ({"date_guards": True},),
+    "speaker_names": ({"speaker_names": True},),
     "precision": ({"precision": True},),
 }
 """Each lever's candidate changes to the program so far, tried in this order."""
 
-JUDGED_BY: Final[dict[str, Stat]] = {"fact_dates": "valid_at_accuracy"}
-"""The statistic a lever is judged by when it is not edge-F1: dates from facts change no edge, only
-validAt, so they are judged by validAt accuracy on the matched edges (paired, the same rule)."""
+JUDGED_BY: Final[dict[str, Stat]] = {"fact_dates": "valid_at_accuracy", "date_guards": "valid_at_accuracy"}
+"""The statistic a lever is judged by when it is not edge-F1: dates from facts and the date guards
+change no edge, only validAt, so they are judged by validAt accuracy on the matched edges (paired, the
+same rule). Every lever's result also lists its statistic per source (`by_source`), since a date rule
+that helps on conversations may hurt on TempReason."""
 
 COST_LEVERS: Final = frozenset({"fact_span"})
 """Levers kept for what they save, not what they gain (see the module docstring)."""
@@ -87,6 +93,8 @@ class LeverResult(NamedTuple):
     kept: bool
     calls: int
     time_ratio: float | None = None
+    by_source: dict[str, tuple[float | None, float | None]] | None = None
+    """The judged statistic per source: (the program so far, the candidate)."""
     dev_edge_f1: float | None = None
     dev_precision: float | None = None
     dev_recall: float | None = None
@@ -95,6 +103,11 @@ class LeverResult(NamedTuple):
 
     def record(self) -> dict[str, Any]:
         row = self._asdict()
+        if self.by_source is not None:
+            row["by_source"] = {
+                source: [_rounded(before), _rounded(after)]
+                for source, (before, after) in self.by_source.items()
+            }
         return {key: _rounded(value) for key, value in row.items()}
 
 
@@ -286,6 +299,7 @@ def _try(
         kept,
         calls_spent() - spent,
         time_ratio=time_ratio,
+        by_source=_by_source(current_score.episode_scores, scored.episode_scores, stat),
         dev_edge_f1=scored.edge_f1,
         dev_precision=stat_value(scored.episode_scores, "precision"),
         dev_recall=stat_value(scored.episode_scores, "recall"),
@@ -297,6 +311,24 @@ def _try(
         + (": kept" if kept else ": not kept"),
     )
     return result, candidate, scored
+
+
+def _by_source(
+    before: Sequence[Any], after: Sequence[Any], stat: Stat
+) -> dict[str, tuple[float | None, float | None]]:
+    """`stat` per source for two programs' scores of the same episodes (None where undefined)."""
+    sources = sorted({score.source for score in before})
+    return {
+        source: tuple(  # type: ignore[misc]
+            _defined(stat_value([s for s in scores if s.source == source], stat))
+            for scores in (before, after)
+        )
+        for source in sources
+    }
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
