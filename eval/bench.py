@@ -82,6 +82,10 @@ class EpisodeRun(BaseModel):
     fp: int
     fn: int
     f1: float
+    attribute_right: Count
+    attribute_total: Count
+    attribute_values: Count
+    attribute_supported: Count
 
 
 class PairedResult(BaseModel):
@@ -102,11 +106,16 @@ class PairedResult(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A run against the bench's `--baseline` program on the same model: overall and per source."""
+    """A run against the bench's `--baseline` program on the same model: overall and per source.
+
+    `attribute_accuracy` is the paired difference of attribute accuracy on matched edges, where both
+    runs judged some attribute (None otherwise).
+    """
 
     baseline: str
     overall: PairedResult
     per_source: dict[str, PairedResult] = Field(default_factory=dict)
+    attribute_accuracy: PairedResult | None = None
 
 
 class RunSummary(BaseModel):
@@ -321,6 +330,10 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         fp=score.fp,
         fn=score.fn,
         f1=score.f1,
+        attribute_right=score.attribute_right,
+        attribute_total=score.attribute_total,
+        attribute_values=score.attribute_values,
+        attribute_supported=score.attribute_supported,
     )
     if result is not None:
         for step, spent in result.usage.items():
@@ -594,8 +607,24 @@ def compare_to_baseline(report: BenchReport) -> None:
             if paired is not None:
                 per_source[source] = PairedResult.of(paired)
         run.comparison = Comparison(
-            baseline=report.baseline, overall=PairedResult.of(overall), per_source=per_source
+            baseline=report.baseline,
+            overall=PairedResult.of(overall),
+            per_source=per_source,
+            attribute_accuracy=_paired_attributes(base.episodes, run.episodes, options),
         )
+
+
+def _paired_attributes(
+    baseline: Sequence[EpisodeRun], candidate: Sequence[EpisodeRun], options: dict[str, int]
+) -> PairedResult | None:
+    """The paired attribute-accuracy difference, or None where either run judged no attribute."""
+    if not any(e.attribute_total for e in baseline) or not any(e.attribute_total for e in candidate):
+        return None
+    try:
+        paired = paired_on_shared(baseline, candidate, stat="attribute_accuracy", **options)
+    except ValueError:  # no shared episode judged an attribute in both runs
+        return None
+    return None if paired is None else PairedResult.of(paired)
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:
