@@ -14,15 +14,21 @@ from typing import Any, Final
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.modules.attributes import (
+    attributes_predictor,
+    check_attribute_options,
+    episode_extraction,
+    extraction_signature,
+    fill_attributes,
+)
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
-from edgewise.modules.postprocess import cap_attributes, postprocess
+from edgewise.modules.postprocess import postprocess
 from edgewise.modules.type_signatures import STATE_KEY, PairRule, TypeSignatures
-from edgewise.modules.usage import track_step
+from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_signature
-from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
     OutputShape,
@@ -41,13 +47,11 @@ from edgewise.signatures.types import (
     ExtractionResult,
     ExtractionWarning,
     StepUsage,
-    format_utc,
 )
 from edgewise.signatures.verify_edges import VerifyEdges, verdicts_signature
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
-STEP_ATTRIBUTES: Final = "attributes"
 STEP_PAIRS: Final = "pairs"
 STEP_VERIFY: Final = "verify"
 PREDICTOR_NAMES: Final = ("extract", "reflect", "attributes", "label_pairs", "verify")
@@ -70,13 +74,6 @@ def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -
     if episode is not None:
         return Episode.model_validate(episode)
     return Episode.model_validate(fields)
-
-
-def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
-    return ExtractionWarning(
-        code="parse_failure",
-        message=f"{step}: the model's reply could not be parsed ({type(error).__name__})",
-    )
 
 
 def count_parse_failures(warnings: list[ExtractionWarning]) -> int:
@@ -116,12 +113,15 @@ class EdgeExtractor(dspy.Module):
         options = options or ProgramOptions()
         if options.formulation == "pairs" and (max_reflexion_rounds or output_shape != "seed"):
             raise ValueError("the pairwise formulation writes the seed's shape and runs no reflexion rounds")
+        check_attribute_options(options, output_shape)
         self.output_shape = output_shape
         self.options = options
         self.type_signatures = type_signatures
-        self.extract = dspy.Predict(extract_signature(output_shape, options.input_order))
+        self.extract = dspy.Predict(
+            extraction_signature(extract_signature(output_shape, options.input_order), options)
+        )
         self.reflect = dspy.Predict(FindMissingFacts)
-        self.attributes = dspy.Predict(ExtractEdgeAttributes)
+        self.attributes = attributes_predictor(options)
         if options.formulation == "pairs":
             self.label_pairs = dspy.Predict(
                 in_seed_order(LabelPairs) if options.input_order == "seed" else LabelPairs
@@ -179,6 +179,7 @@ class EdgeExtractor(dspy.Module):
             signature = vocabulary_signature(
                 self.extract.signature, {source: names, target: names, kind: types}
             )
+            signature, inputs = episode_extraction(signature, inputs, episode, self.options, kind)
             raw = self._extract(episode, inputs, signature, [], usage, warnings)
             for _ in range(self.max_reflexion_rounds):
                 missing = self._missing_facts(inputs, raw, usage, warnings)
@@ -193,7 +194,7 @@ class EdgeExtractor(dspy.Module):
             edges = dates_from_facts(edges, episode.reference_time, warnings)
         if self.options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
-        edges = self._fill_attributes(edges, episode, usage, warnings)
+        edges = fill_attributes(self.options, self.attributes, edges, raw, episode, usage, warnings)
         return result_prediction(
             ExtractionResult(
                 edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
@@ -324,36 +325,6 @@ class EdgeExtractor(dspy.Module):
                 return []
         return [fact for fact in (reply.missing_facts or []) if fact.strip()]
 
-    def _fill_attributes(
-        self,
-        edges: list[Edge],
-        episode: Episode,
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
-    ) -> list[Edge]:
-        """One attribute call per edge whose type declares attributes; other edges cost nothing."""
-        filled: list[Edge] = []
-        for edge in edges:
-            edge_type = episode.edge_type(edge.relationship_type)
-            if edge_type is None or not edge_type.attributes:
-                filled.append(edge)
-                continue
-            with track_step(STEP_ATTRIBUTES, usage):
-                try:
-                    reply = self.attributes(
-                        signature=attributes_signature(self.attributes.signature, edge_type),
-                        episode_content=episode.episode_content,
-                        reference_time=format_utc(episode.reference_time),
-                        fact=_fact_row(edge),
-                    )
-                except AdapterParseError as error:
-                    warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
-                    filled.append(edge)
-                    continue
-            values = reply.attributes.model_dump() if reply.attributes is not None else {}
-            filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
-        return filled
-
     def batch(
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
     ) -> list[ExtractionResult | BaseException]:
@@ -368,8 +339,3 @@ class EdgeExtractor(dspy.Module):
         """Async extraction for servers: runs in a worker thread with the caller's DSPy settings."""
         prediction = await asyncio.to_thread(self, as_episode(episode, **fields))
         return prediction.result
-
-
-def _fact_row(edge: Edge) -> dict[str, str]:
-    row = edge.to_json_dict()
-    return {key: str(value) for key, value in row.items() if value not in (None, {}, [])}

@@ -2,8 +2,9 @@
 
 Instructions and demos are tuned by the other optimizers; these options change the task itself: the
 formulation (write edges, or label candidate entity pairs), whether relationship types are checked
-against entity types, whether a second call verifies each edge, how dates in a fact are read, and the
-order the inputs are shown in. They are recorded in a compiled program's manifest and rebuilt from it.
+against entity types, whether a second call verifies each edge, how dates in a fact are read, the
+order the inputs are shown in, and how edge attributes are filled. They are recorded in a compiled
+program's manifest and rebuilt from it.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Formulation = Literal["edges", "pairs"]
 InputOrder = Literal["shared-first", "seed"]
+AttributeFormulation = Literal["per-edge", "per-episode", "in-extraction"]
 
 FORMULATIONS: Final[tuple[Formulation, ...]] = ("edges", "pairs")
 INPUT_ORDERS: Final[tuple[InputOrder, ...]] = ("shared-first", "seed")
+ATTRIBUTE_FORMULATIONS: Final[tuple[AttributeFormulation, ...]] = ("per-edge", "per-episode", "in-extraction")
 DEFAULT_MAX_PAIRS: Final = 24
 """Candidate entity pairs the pairwise program labels at most per episode (see `modules.pairs`)."""
 
@@ -35,6 +38,9 @@ class ProgramOptions(BaseModel):
       time of its own ("since 2008", "two years ago"), that time is used (`modules.fact_dates`).
     - `input_order`: `shared-first` (what episodes share first, for the prompt cache) or `seed` (the
       seed prompt's order: previous episodes, the episode, entities, time, types).
+    - `attributes`: how the attributes that relationship types declare are filled (`modules.attributes`):
+      `per-edge` (the seed's: one call per edge of such a type), `per-episode` (one call for all of an
+      episode's such edges) or `in-extraction` (written inside the extraction reply; no call of its own).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -45,6 +51,7 @@ class ProgramOptions(BaseModel):
     fact_dates: bool = False
     input_order: InputOrder = "shared-first"
     max_pairs: int = Field(default=DEFAULT_MAX_PAIRS, ge=1)
+    attributes: AttributeFormulation = "per-edge"
 
     def changed(self) -> dict[str, object]:
         """The options that differ from the uncompiled program's, as a manifest lists them."""
