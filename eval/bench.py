@@ -26,16 +26,16 @@ from contextlib import AbstractContextManager, ExitStack, closing, contextmanage
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
 from edgewise.eval.paired import PairedDifference, paired_on_shared
-from edgewise.eval.records import Count, EpisodeScore, SplitScore
+from edgewise.eval.records import Count, EpisodeScore, SplitScore, without_unjudged_attributes
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
@@ -87,6 +87,10 @@ class EpisodeRun(BaseModel):
     attribute_values: Count
     attribute_supported: Count
 
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return without_unjudged_attributes(handler(self))
+
 
 class PairedResult(BaseModel):
     """A program's edge-F1 minus the baseline's on the same episodes, with its paired 95% interval."""
@@ -116,6 +120,11 @@ class Comparison(BaseModel):
     overall: PairedResult
     per_source: dict[str, PairedResult] = Field(default_factory=dict)
     attribute_accuracy: PairedResult | None = None
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("attribute_accuracy") is not None else without_unjudged_attributes(data)
 
 
 class RunSummary(BaseModel):

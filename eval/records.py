@@ -283,7 +283,21 @@ class SplitScore(BaseModel):
 
     @model_serializer(mode="wrap")
     def _in_results_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data = without_unjudged_attributes(handler(self))
         ordered = {key: data[key] for key in _SPLIT_JSON_ORDER if key in data}
         ordered.update(data)  # a key not listed keeps its place after the listed ones
         return ordered
+
+
+ATTRIBUTE_KEY_PREFIX: Final = "attribute_"
+
+
+def without_unjudged_attributes(data: dict[str, Any]) -> dict[str, Any]:
+    """A record's JSON without its attribute counts where no attribute was judged or written.
+
+    A run on episodes that label no attribute writes results.json as it did before attributes were
+    scored; reading it back gives the counts their default, 0.
+    """
+    if data.get("attribute_total") or data.get("attribute_values") or data.get("attribute_gold_values"):
+        return data
+    return {key: value for key, value in data.items() if not key.startswith(ATTRIBUTE_KEY_PREFIX)}

@@ -287,3 +287,32 @@ def test_the_bench_reports_attribute_accuracy_paired_with_its_cost_and_lists_the
     assert '<span class="attr bad">with_whom=Carl</span>' in page
     assert "r0:wrongAttribute" in page and "r1:wrongAttribute" not in page
     assert "years=null" in page  # the gold's labeled null is shown
+
+
+def test_a_program_variant_changes_the_option_and_keeps_what_the_program_learned(
+    tmp_path, monkeypatch
+) -> None:
+    """benchmarks/program_variant.py: the shipped 1.5B program with another attribute formulation."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(folder))
+    spec = importlib.util.spec_from_file_location("program_variant", folder / "program_variant.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(
+        sys, "argv", ["program_variant.py", "qwen2.5-coder-1.5b-program", str(tmp_path / "v"), "--set",
+                      "attributes=in-extraction"],
+    )  # fmt: skip
+    script.main()
+    source, built = resolve_program("qwen2.5-coder-1.5b-program"), load(tmp_path / "v")
+    assert built.options == source.options.model_copy(update={"attributes": "in-extraction"})
+    assert built.type_signatures == source.type_signatures
+    assert built.extract.signature.instructions == source.extract.signature.instructions
+    manifest = json.loads((tmp_path / "v" / "manifest.json").read_text())
+    assert manifest["notes"]["variant_of"] == "qwen2.5-coder-1.5b-program"
+    assert manifest["settings"]["program_options"]["attributes"] == "in-extraction"
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        script.parse_changes(["attribute=per-episode"])
