@@ -52,6 +52,16 @@ _NUMBER_FLAGS: Final = (
         "5",
     ),
     ("--timeout", above(0), "timeout_s", "seconds per LM request", "30"),
+    (
+        "--local-slots",
+        at_least(1),
+        "local_slots",
+        (
+            "parallel slots of the bundled local model's server (--model local): a program that samples "
+            "k replies per request needs k"
+        ),
+        "3",
+    ),
 )
 
 
@@ -119,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
             response_format=args.response_format,
             cache=not getattr(args, "no_cache", False),
+            local_slots=getattr(args, "local_slots", 1),
         )
     except ValidationError as error:
         fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]

@@ -66,11 +66,10 @@ _NO_ATTRIBUTES: Final[dict[str, Any]] = {
 
 
 def check_attribute_options(options: ProgramOptions, output_shape: str) -> None:
-    """Attributes in the extraction reply need the edge list in the seed's reply shape."""
-    if options.attributes == "in-extraction" and (options.formulation != "edges" or output_shape != "seed"):
-        raise ValueError(
-            "attributes in the extraction reply need the edges formulation and the seed reply shape"
-        )
+    """Attributes in the extraction reply need the seed's reply shape (`ProgramOptions` checks the rest:
+    the edges formulation, without a fact span). Edges a gleaning turn adds carry no attributes."""
+    if options.attributes == "in-extraction" and output_shape != "seed":
+        raise ValueError("attributes in the extraction reply need the seed reply shape")
 
 
 def attributes_predictor(options: ProgramOptions) -> dspy.Predict:

@@ -23,14 +23,15 @@ from typing import Annotated, Any, Final
 import dspy
 from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
+from edgewise.modules.transcript import note_completion, note_messages
 from edgewise.signatures.schema import display_type
 
 EDGES_FIELD: Final = "edges"
 _BASE_ATTRIBUTE: Final = "__edgewise_base__"
 
 
-def vocabulary_model(base: type[BaseModel], allowed: dict[str, Sequence[str]]) -> type[BaseModel]:
-    """`base` whose named string fields have their allowed values as a JSON-schema `enum` (empty: free).
+def vocabulary_model(base: type[BaseModel], allowed: dict[str, Sequence[str | int]]) -> type[BaseModel]:
+    """`base` whose named fields have their allowed values as a JSON-schema `enum` (empty: free).
 
     The `enum` is in the schema only: validation still takes any string, so that a reply from a
     server that ignored the schema parses, and post-processing drops just the off-list edge.
@@ -41,11 +42,14 @@ def vocabulary_model(base: type[BaseModel], allowed: dict[str, Sequence[str]]) -
         if unique and name in base.model_fields:
             info = base.model_fields[name]
             schema = {
-                "type": "string",
+                "type": "integer" if all(isinstance(value, int) for value in unique) else "string",
                 "enum": unique,
                 **({"description": info.description} if info.description else {}),
             }
-            fields[name] = (Annotated[str, WithJsonSchema(schema)], Field(description=info.description))
+            fields[name] = (
+                Annotated[info.annotation, WithJsonSchema(schema)],  # type: ignore[name-defined]
+                Field(description=info.description),
+            )
     if not fields:
         return base
     model = create_model(f"Episode{base.__name__}", __base__=base, **fields)
@@ -54,7 +58,7 @@ def vocabulary_model(base: type[BaseModel], allowed: dict[str, Sequence[str]]) -
 
 
 def vocabulary_signature(
-    signature: type[dspy.Signature], allowed: dict[str, Sequence[str]]
+    signature: type[dspy.Signature], allowed: dict[str, Sequence[str | int]]
 ) -> type[dspy.Signature]:
     """`signature` (tuned instructions and all) whose `edges` items may use only the allowed values."""
     annotation = signature.output_fields[EDGES_FIELD].annotation
@@ -84,7 +88,10 @@ class VocabularyJSONAdapter(dspy.JSONAdapter):
     def format(
         self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]
     ) -> Any:
-        return super().format(display_signature(signature), demos, inputs)
+        messages = super().format(display_signature(signature), demos, inputs)
+        note_messages(messages)
+        return messages
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        note_completion(completion)
         return super().parse(display_signature(signature), completion)

@@ -118,12 +118,16 @@ def search(
     score: Scorer,
     calls_spent: Callable[[], int],
     say: Callable[[str], None],
+    score_uncached: Scorer | None = None,
+    max_samples: int | None = None,
 ) -> SearchResult:
     """Run the search `settings.optimizer` names from `start` and return what it picked.
 
     `student` is the uncompiled program (gold demos are picked for its reply shape); `start` is where
     the search begins: `student`, or for an instruction search it with only the tuned predictors
     shown and possibly gold demos (`starting_program`). `before` is the uncompiled program's dev score.
+    `score_uncached` scores without DSPy's cache (a cost lever's timings); `max_samples` bounds the
+    replies one request may ask for.
     """
     if settings.optimizer == "program":
         program, searched, levers = search_program(
@@ -141,6 +145,8 @@ def search(
             calls_spent=calls_spent,
             say=say,
             levers=settings.levers or LEVERS,
+            score_uncached=score_uncached,
+            max_samples=max_samples,
         )
         return SearchResult(program, searched, {"levers": [result.record() for result in levers]})
     return SearchResult(_compile(settings, start, train, dev, task_lm, teacher_lm))

@@ -58,6 +58,8 @@ class LMConfig(BaseModel):
     max_rps: float | None = Field(default=None, gt=0)
     response_format: ResponseFormat = "auto"
     cache: bool = True
+    local_slots: int = Field(default=1, ge=1)
+    """Parallel slots of the bundled local model's server: replies one request may sample (`n`)."""
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LMConfig:
@@ -266,7 +268,7 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
             "timeout_s": max(config.timeout_s, LOCAL_TIMEOUT_S),
         }
     )
-    with LocalServer(spec) as server:
+    with LocalServer(spec, slots=config.local_slots) as server:
         yield build_lm(
             local,
             model_name=f"openai/{server.model_name}",

@@ -35,3 +35,15 @@ def schema_only(base: Any, schema: dict[str, Any]) -> type[RootModel[Any]]:
 def display_type(annotation: Any) -> Any | None:
     """The plain type a `schema_only` type stands for; None for any other annotation."""
     return getattr(annotation, DISPLAY_ATTRIBUTE, None)
+
+
+NULLABLE_STRING: Final[dict[str, Any]] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+"""A reply property that is a string or null (a date the model may leave out)."""
+MAX_FACT_CHARS: Final = 160
+"""A fact is one short sentence; per-call schemas cap it, as a small model otherwise copies the whole
+episode into it."""
+
+
+def string_schema(values: list[str]) -> dict[str, Any]:
+    """A string property: one of `values`, or any string when there are none (an open vocabulary)."""
+    return {"type": "string", "enum": list(values)} if values else {"type": "string"}

@@ -209,6 +209,19 @@ class CompactEdgeTextDates(CompactEdge):
     )
 
 
+class SpanEdge(BaseModel):
+    """An edge as the model writes it, with the number of the sentence that states it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    relationshipType: _RelationType
+    sourceEntityName: _SubjectName
+    targetEntityName: _ObjectName
+    sentence: int = Field(description="the number of the CURRENT EPISODE's sentence that states the fact")
+    validAt: _UtcInstant = None
+    invalidAt: _UtcInstant = None
+
+
 class Edge(_CamelModel):
     """A temporal graph edge between two entities of the episode."""
 

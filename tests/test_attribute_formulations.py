@@ -185,7 +185,9 @@ def test_in_extraction_needs_the_edges_formulation_and_the_seed_shape() -> None:
     with pytest.raises(ValueError, match="seed reply shape"):
         EdgeExtractor(output_shape="compact", options=ProgramOptions(attributes="in-extraction"))
     with pytest.raises(ValueError, match="edges formulation"):
-        EdgeExtractor(options=ProgramOptions(attributes="in-extraction", formulation="pairs"))
+        ProgramOptions(attributes="in-extraction", formulation="pairs")
+    with pytest.raises(ValueError, match="without a fact span"):
+        ProgramOptions(attributes="in-extraction", fact_span=True)
 
 
 @pytest.mark.parametrize("formulation", ["per-episode", "in-extraction"])
