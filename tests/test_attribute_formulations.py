@@ -15,10 +15,11 @@ from fakes import SchemaLM, ScriptedLM, output_field
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
+from edgewise.modules.type_signatures import TypeSignatures
 from edgewise.optimize.artifact import load, new_manifest, save, signature_fingerprints
 from edgewise.optimize.programs import resolve_program
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Episode
+from edgewise.signatures.types import Edge, Episode
 
 EDGES = [
     {"relationshipType": "WORKS_AT", "sourceEntityName": "alice", "targetEntityName": "Acme Corp",
@@ -318,3 +319,83 @@ def test_a_program_variant_changes_the_option_and_keeps_what_the_program_learned
     assert manifest["settings"]["program_options"]["attributes"] == "in-extraction"
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         script.parse_changes(["attribute=per-episode"])
+
+
+# ------------------------------------------------------------------------------------------------
+# --optimizer program: the attributes lever, judged by attribute accuracy, tie-broken by LM calls
+# ------------------------------------------------------------------------------------------------
+
+CALLS_PER_EPISODE = {"per-edge": 3, "per-episode": 2, "in-extraction": 1}
+
+
+def attribute_search(role_of: dict[str, str | None], edges_lost: frozenset[str] = frozenset()) -> Any:
+    """The lever judged on 8 dev episodes by a fake `score`: each formulation writes `role_of[it]` as
+    the role (the gold's is "nurse"), loses its WORKS_AT edge where listed, and makes its calls."""
+    from edgewise.optimize.dev_scoring import dev_score
+    from edgewise.optimize.program_search import search_program
+    from edgewise.signatures.types import ExtractionResult
+
+    dev = labeled_episodes() + [
+        e.model_copy(update={"id": e.id.replace("-1", "-2")}) for e in labeled_episodes()
+    ]
+    spent = [0]
+
+    def score(candidate: EdgeExtractor, label: str) -> Any:
+        formulation = candidate.options.attributes
+        spent[0] += CALLS_PER_EPISODE[formulation] * len(dev)
+        results = []
+        for episode in dev:
+            edges = [
+                edge.model_copy(
+                    update={
+                        "attributes": {"role": role_of[formulation]} if edge.attributes.get("role") else {}
+                    }
+                )
+                for edge in episode.edges
+                if not (formulation in edges_lost and edge.relationship_type == "WORKS_AT")
+            ]
+            results.append(
+                ExtractionResult(
+                    edges=[Edge.model_validate(e.model_dump(include=set(Edge.model_fields))) for e in edges]
+                )
+            )
+        return dev_score(dev, results)
+
+    student = EdgeExtractor()
+    program, _, results = search_program(
+        student=student, before=score(student, "before"), score=score, signatures=TypeSignatures(), dev=dev,
+        gold_demos=None, budget=None, calls_spent=lambda: spent[0], levers=("attributes",),
+    )  # fmt: skip
+    return program, results
+
+
+def test_an_attribute_formulation_no_worse_and_cheaper_wins_and_the_cheapest_of_those() -> None:
+    program, results = attribute_search(
+        {"per-edge": "nurse", "per-episode": "nurse", "in-extraction": "nurse"}
+    )
+    assert [(r.value, r.stat, r.kept) for r in results] == [
+        ("per-episode", "attribute_accuracy", False),
+        ("in-extraction", "attribute_accuracy", True),
+    ]
+    assert program.options.attributes == "in-extraction"
+    assert results[0].note.startswith("in-extraction was preferred: no worse, with fewer LM calls")
+    assert (results[0].calls_per_episode, results[1].calls_per_episode) == (2.0, 1.0)
+    assert "against 3.00" in results[1].note
+
+
+def test_a_worse_formulation_is_not_kept_however_cheap() -> None:
+    program, results = attribute_search(
+        {"per-edge": "nurse", "per-episode": "nurse", "in-extraction": "cook"}
+    )
+    assert [(r.value, r.kept) for r in results] == [("per-episode", True), ("in-extraction", False)]
+    assert program.options.attributes == "per-episode"
+    assert results[1].difference < 0 and results[1].high < 0
+
+
+def test_better_attributes_win_over_fewer_calls_and_edges_may_not_get_worse() -> None:
+    program, results = attribute_search(
+        {"per-edge": None, "per-episode": "nurse", "in-extraction": "nurse"},
+        edges_lost=frozenset({"in-extraction"}),
+    )
+    assert program.options.attributes == "per-episode" and results[0].low > 0
+    assert not results[1].kept and "edge-F1 paired -" in results[1].note  # it lost the WORKS_AT edges
