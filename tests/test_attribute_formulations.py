@@ -399,3 +399,31 @@ def test_better_attributes_win_over_fewer_calls_and_edges_may_not_get_worse() ->
     )
     assert program.options.attributes == "per-episode" and results[0].low > 0
     assert not results[1].kept and "edge-F1 paired -" in results[1].note  # it lost the WORKS_AT edges
+
+
+def test_a_pick_that_changes_only_attributes_is_kept_by_the_statistic_it_was_judged_by() -> None:
+    from edgewise.optimize.dev_scoring import dev_score
+    from edgewise.optimize.metering import NO_USAGE
+    from edgewise.optimize.selection import Scored, keep_if_better
+    from edgewise.signatures.types import ExtractionResult
+
+    dev = labeled_episodes()
+
+    def scored(role: str | None) -> Any:
+        fields = set(Edge.model_fields) - {"attributes"}
+        results = [
+            ExtractionResult(
+                edges=[Edge(**g.model_dump(include=fields), attributes={"role": role}) for g in episode.edges]
+            )
+            for episode in dev
+        ]
+        return dev_score(dev, results)
+
+    student, compiled = EdgeExtractor(), EdgeExtractor(options=ProgramOptions(attributes="per-episode"))
+    before, after = scored("cook"), scored("nurse")
+    pick = Scored(compiled, after, NO_USAGE)
+    kept, _, notes = keep_if_better(pick, student, before, lambda message: None)
+    assert kept is student and notes["selected"] == "uncompiled"  # edge-F1 alone: no difference
+    kept, _, notes = keep_if_better(pick, student, before, lambda message: None, ["attribute_accuracy"])
+    assert kept is compiled and notes["selected"] == "compiled"
+    assert notes["paired_dev_difference_by"]["stat"] == "attribute_accuracy"
