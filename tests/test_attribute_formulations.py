@@ -427,3 +427,39 @@ def test_a_pick_that_changes_only_attributes_is_kept_by_the_statistic_it_was_jud
     kept, _, notes = keep_if_better(pick, student, before, lambda message: None, ["attribute_accuracy"])
     assert kept is compiled and notes["selected"] == "compiled"
     assert notes["paired_dev_difference_by"]["stat"] == "attribute_accuracy"
+
+
+def test_optimize_program_chooses_an_attribute_formulation_and_saves_it(tmp_path) -> None:
+    import io
+
+    from edgewise.optimize import OptimizeSettings, optimize
+
+    gold_edges = [EDGES[0] | {"fact": "f"}, EDGES[1] | {"fact": "f"}]
+
+    def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        system = str(messages[0]["content"])
+        if output_field(messages) == "attributes":
+            if "`facts`" in system:  # per episode: right
+                return json.dumps({"attributes": [{"role": "nurse", "years": None}, {"with_whom": "Bob"}]})
+            return json.dumps({"attributes": {"role": "cook", "years": None, "with_whom": "Carl"}})
+        if "relationship_attributes" in system:  # in the extraction reply: wrong
+            return json.dumps({"edges": [edge | {"attributes": {}} for edge in gold_edges]})
+        return json.dumps({"edges": gold_edges})
+
+    lm = ScriptedLM(respond)
+    dev = labeled_episodes() + [
+        e.model_copy(update={"id": e.id.replace("-1", "-2")}) for e in labeled_episodes()
+    ]
+    with lm_context(lm):
+        report = optimize(
+            task_lm=lm, train=labeled_episodes()[:2], dev=dev, out=tmp_path / "prog",
+            settings=OptimizeSettings(optimizer="program", levers=("attributes",)), progress=io.StringIO(),
+        )  # fmt: skip
+    manifest = json.loads((tmp_path / "prog" / "manifest.json").read_text())
+    assert manifest["settings"]["program_options"]["attributes"] == "per-episode"
+    assert manifest["notes"]["selected"] == "compiled"
+    assert manifest["notes"]["paired_dev_difference_by"]["stat"] == "attribute_accuracy"
+    rows = {row["value"]: row for row in manifest["notes"]["levers"]}
+    assert rows["per-episode"]["kept"] and not rows["in-extraction"]["kept"]
+    assert rows["per-episode"]["dev_attribute_accuracy"] == 1.0
+    assert load(tmp_path / "prog").options.attributes == "per-episode" and report.after is not None
