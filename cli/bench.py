@@ -33,8 +33,8 @@ DESCRIPTION = """Run each program with each model over labeled episodes and scor
 
 Writes to --out: results.md (the table, also printed on stdout), results.json (every number, per
 source and per relationship type, and per episode), plot.png (edge-F1 against tokens per episode,
-one point per model x program), errors.jsonl (every missed, spurious, reversed and mistyped edge
-and wrong date, per episode) and results.html (each episode's text with the gold edges and every
+one point per model x program), errors.jsonl (every missed, spurious, reversed and mistyped edge,
+wrong date and wrong attribute, per episode) and results.html (each episode's text with the gold edges and every
 program's edges, marked with those verdicts; `edgewise report` rebuilds it). DSPy's response
 cache is always off during a bench, so usage and latency are real. An episode whose LM call fails is recorded as failed and the bench goes on;
 Ctrl-C writes what is done so far (results.json with "partial": true) and exits with status 130."""

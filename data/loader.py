@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
@@ -60,7 +60,8 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
     """Rules the types alone cannot state, as (field path, reason) pairs; empty when all hold.
 
     Gold edges must join two distinct entities of the same line, types are SCREAMING_SNAKE_CASE,
-    an edge does not end before it starts, and a date's granularity is only given with the date.
+    an edge does not end before it starts, a date's granularity is only given with the date, and an
+    attribute is one the edge's type declares, with a value of its kind.
     """
     problems: list[tuple[str, str]] = []
     names = [entity.name for entity in episode.entities]
@@ -93,6 +94,27 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
             problems.append((f"{at}.validAtGranularity", "granularity given but validAt is null"))
         if edge.invalid_at_granularity and edge.invalid_at is None:
             problems.append((f"{at}.invalidAtGranularity", "granularity given but invalidAt is null"))
+        problems.extend(_attribute_problems(episode, edge, at))
+    return problems
+
+
+def _attribute_problems(episode: LabeledEpisode, edge: GoldEdge, at: str) -> list[tuple[str, str]]:
+    """A gold edge's attributes are ones its type declares in `edgeTypes`, each null or of its kind."""
+    if not edge.attributes:
+        return []
+    edge_type = episode.edge_type(edge.relationship_type)
+    declared = {attribute.name: attribute for attribute in edge_type.attributes} if edge_type else {}
+    problems: list[tuple[str, str]] = []
+    for name, value in edge.attributes.items():
+        attribute = declared.get(name)
+        if attribute is None:
+            known = ", ".join(declared) or "none"
+            reason = f"{edge.relationship_type} declares no attribute {json.dumps(name)} in edgeTypes"
+            problems.append((f"{at}.attributes.{name}", f"{reason} (it declares: {known})"))
+        elif not attribute.accepts(value):
+            problems.append(
+                (f"{at}.attributes.{name}", f"{json.dumps(value)} is not of kind {attribute.kind} (or null)")
+            )
     return problems
 
 

@@ -26,16 +26,16 @@ from contextlib import AbstractContextManager, ExitStack, closing, contextmanage
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
 from edgewise.eval.paired import PairedDifference, paired_on_shared
-from edgewise.eval.records import Count, EpisodeScore, SplitScore
+from edgewise.eval.records import Count, EpisodeScore, SplitScore, without_unjudged_attributes
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
@@ -82,6 +82,14 @@ class EpisodeRun(BaseModel):
     fp: int
     fn: int
     f1: float
+    attribute_right: Count
+    attribute_total: Count
+    attribute_values: Count
+    attribute_supported: Count
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return without_unjudged_attributes(handler(self))
 
 
 class PairedResult(BaseModel):
@@ -102,11 +110,21 @@ class PairedResult(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A run against the bench's `--baseline` program on the same model: overall and per source."""
+    """A run against the bench's `--baseline` program on the same model: overall and per source.
+
+    `attribute_accuracy` is the paired difference of attribute accuracy on matched edges, where both
+    runs judged some attribute (None otherwise).
+    """
 
     baseline: str
     overall: PairedResult
     per_source: dict[str, PairedResult] = Field(default_factory=dict)
+    attribute_accuracy: PairedResult | None = None
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("attribute_accuracy") is not None else without_unjudged_attributes(data)
 
 
 class RunSummary(BaseModel):
@@ -321,6 +339,10 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         fp=score.fp,
         fn=score.fn,
         f1=score.f1,
+        attribute_right=score.attribute_right,
+        attribute_total=score.attribute_total,
+        attribute_values=score.attribute_values,
+        attribute_supported=score.attribute_supported,
     )
     if result is not None:
         for step, spent in result.usage.items():
@@ -594,8 +616,24 @@ def compare_to_baseline(report: BenchReport) -> None:
             if paired is not None:
                 per_source[source] = PairedResult.of(paired)
         run.comparison = Comparison(
-            baseline=report.baseline, overall=PairedResult.of(overall), per_source=per_source
+            baseline=report.baseline,
+            overall=PairedResult.of(overall),
+            per_source=per_source,
+            attribute_accuracy=_paired_attributes(base.episodes, run.episodes, options),
         )
+
+
+def _paired_attributes(
+    baseline: Sequence[EpisodeRun], candidate: Sequence[EpisodeRun], options: dict[str, int]
+) -> PairedResult | None:
+    """The paired attribute-accuracy difference, or None where either run judged no attribute."""
+    if not any(e.attribute_total for e in baseline) or not any(e.attribute_total for e in candidate):
+        return None
+    try:
+        paired = paired_on_shared(baseline, candidate, stat="attribute_accuracy", **options)
+    except ValueError:  # no shared episode judged an attribute in both runs
+        return None
+    return None if paired is None else PairedResult.of(paired)
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:

@@ -2,7 +2,7 @@
 
 A report is read by two people: the one choosing a model and program (the table and the plot: what
 each pair finds and what it costs) and the one improving a program (`errors.jsonl`: every missed,
-spurious, reversed and mistyped edge and wrong date, per episode). All files are written whole and
+spurious, reversed and mistyped edge, wrong date and wrong attribute, per episode). All files are written whole and
 atomically except `errors.jsonl`, which grows while the bench runs (flushed after each model x program).
 """
 
@@ -35,6 +35,8 @@ COLUMNS: Final[tuple[str, ...]] = (
     "recall",
     "validAt acc",
     "invalidAt acc",
+    "attribute acc",
+    "attribute prec",
     "parse-fail",
     "failed",
     "LM calls/ep",
@@ -88,6 +90,8 @@ def table_row(run: RunSummary, baseline: str | None = None) -> list[str]:
         f"{scores.recall:.3f}",
         _number(scores.valid_at_accuracy),
         _number(scores.invalid_at_accuracy),
+        _number(scores.attribute_accuracy),
+        _number(scores.attribute_precision),
         f"{run.parse_failure_episodes}/{n}",
         f"{run.failed_episodes}/{n}",
         _number(run.calls_per_episode, 2),
@@ -135,6 +139,13 @@ def table_notes(report: BenchReport) -> list[str]:
         ),
         "validAt / invalidAt accuracy: over edges matched for edge-F1, at the gold date's granularity.",
         (
+            "attribute acc: of the attributes the matched gold edges label, the share whose predicted value "
+            "equals the gold's after normalization (case, diacritics, punctuation, articles; items as a set), "
+            "a null right only where the gold is null. attribute prec: of the values written there, the "
+            "share the gold supports; the rest are values the text does not state (gold null) or states "
+            "otherwise. '-' where nothing was judged."
+        ),
+        (
             "LM calls and tokens per episode are what the server reported, averaged over all episodes; "
             "uncached prompt tokens leave out what the server took from its prompt cache (a prefix it has "
             "seen: the instructions and demos shared by consecutive requests, or, where the server keeps "
@@ -171,7 +182,64 @@ def markdown_table(report: BenchReport) -> str:
     lines.append("")
     lines.extend(f"- {note}" for note in table_notes(report))
     lines.extend(["", *source_table(report)])
+    attributes = attribute_table(report)
+    if attributes:
+        lines.extend(["", *attributes])
     return "\n".join(lines) + "\n"
+
+
+def attribute_table(report: BenchReport) -> list[str]:
+    """Attribute accuracy, precision and recall of every run that judged attributes, beside their cost.
+
+    Cost is per episode over all the run's episodes: all LM calls and completion tokens, and the
+    attribute step's own (a formulation that writes attributes in the extraction reply spends its
+    tokens in `extract`, and has no attribute step).
+    """
+    runs = [run for run in report.runs if run.scores is not None and run.scores.attribute_total]
+    if not runs:
+        return []
+    header = (
+        "model",
+        "program",
+        "judged",
+        "attribute acc",
+        "Δ attribute acc",
+        "precision",
+        "recall",
+        "LM calls/ep",
+        "completion tok/ep",
+        "attribute-step calls/ep",
+        "attribute-step completion tok/ep",
+    )
+    lines = [
+        "Attributes on matched edges"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else ""),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|---|" + "---:|" * (len(header) - 2),
+    ]
+    for run in runs:
+        scores = run.scores
+        assert scores is not None
+        paired = run.comparison.attribute_accuracy if run.comparison else None
+        delta = paired.text() if paired else ("baseline" if run.program == report.baseline else _MISSING)
+        step = run.usage_per_step.get("attributes")
+        n = run.episodes_done
+        cells = [
+            run.model,
+            run.program,
+            f"{scores.attribute_right}/{scores.attribute_total}",
+            _number(scores.attribute_accuracy),
+            delta,
+            _number(scores.attribute_precision),
+            _number(scores.attribute_recall),
+            _number(run.calls_per_episode, 2),
+            _number(run.completion_tokens_per_episode, 1),
+            _number(step.calls / n if step and n else 0.0, 2),
+            _number(step.completion_tokens / n if step and n else 0.0, 1),
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines
 
 
 def source_table(report: BenchReport) -> list[str]:
@@ -302,10 +370,17 @@ def error_record(
     """Everything wrong with one episode's extraction, or None when there is nothing to look at.
 
     An episode is listed when it failed, had a parse failure, or has any missed, spurious, reversed or
-    mistyped edge or wrong date. Edges use the wire format (camelCase); `ignored` lists predictions
+    mistyped edge, wrong date or wrong attribute. Edges use the wire format (camelCase); `ignored` lists predictions
     a non-exhaustive episode could not judge.
     """
-    mistakes = score.missed or score.spurious or score.reversed or score.mistyped or score.wrong_dates
+    mistakes = (
+        score.missed
+        or score.spurious
+        or score.reversed
+        or score.mistyped
+        or score.wrong_dates
+        or score.wrong_attributes
+    )
     if run.status == "ok" and not run.parse_failures and not mistakes:
         return None
     return {
@@ -341,6 +416,16 @@ def error_record(
                 "gold": _dump(item.gold),
             }
             for item in score.wrong_dates
+        ],
+        "wrongAttributes": [
+            {
+                "attribute": item.name,
+                "predictedValue": item.predicted.attributes.get(item.name),
+                "goldValue": item.gold.attributes.get(item.name),
+                "predicted": _dump(item.predicted),
+                "gold": _dump(item.gold),
+            }
+            for item in score.wrong_attributes
         ],
         "ignored": [_dump(edge) for edge in score.ignored],
         "warnings": [_dump(warning) for warning in result.warnings] if result is not None else [],

@@ -15,6 +15,14 @@ Dates: Graphiti asks its timestamp prompt (`extract_edges.extract_timestamps`) a
 whose two dates are null. For a fact edgewise just extracted, this client answers with edgewise's
 own dates, so that a deliberate null stays null.
 
+Attributes: Graphiti fills a custom edge type's fields with one more call per edge
+(`extract_edges.extract_attributes`, its response model the edge type's model), identified by the
+edge's fact. Its edge prompt does not show those fields, so the client is given the same
+`edge_types` as `add_episode`; the program then fills each edge's attributes as its formulation
+does (`ProgramOptions.attributes`), and the attribute call for a fact it just extracted is answered
+from them, over the EXISTING ATTRIBUTES Graphiti sends. An attribute call for any other fact, or
+for a field edgewise has no kind for (a date, a list), goes to the wrapped client.
+
 Failures: the edge call runs through Graphiti's own retry (`_generate_response_with_retry`), and an
 edgewise model failure is raised as the exception Graphiti's clients raise for it (`RateLimitError`
 for a rate limit, an httpx 5xx `HTTPStatusError` for a server, connection or timeout failure), so
@@ -27,18 +35,25 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from contextlib import ExitStack
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import httpx
 from graphiti_core.llm_client.client import LLMClient
 from graphiti_core.llm_client.config import DEFAULT_MAX_TOKENS, LLMConfig, ModelSize
 from graphiti_core.llm_client.errors import RateLimitError
 from graphiti_core.prompts.models import Message
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from edgewise.integrations.graphiti_prompt import UnreadablePrompt, read_edge_prompt, read_fact
+from edgewise.integrations.graphiti_prompt import (
+    UnreadablePrompt,
+    graphiti_attributes,
+    read_attribute_prompt,
+    read_edge_prompt,
+    read_fact,
+)
 from edgewise.runtime.errors import (
     REASON_CONNECTION,
     REASON_INVALID_RESPONSE,
@@ -47,12 +62,13 @@ from edgewise.runtime.errors import (
     REASON_TIMEOUT,
 )
 from edgewise.runtime.faults import failure_reason
-from edgewise.signatures.types import Edge, Episode, format_utc
+from edgewise.signatures.types import AttributeValue, Edge, EdgeAttribute, Episode, format_utc
 
 logger = logging.getLogger("edgewise.integrations.graphiti")
 
 EDGE_PROMPT: Final = "extract_edges.edge"
 TIMESTAMP_PROMPT: Final = "extract_edges.extract_timestamps"
+ATTRIBUTES_PROMPT: Final = "extract_edges.extract_attributes"
 _REMEMBERED_FACTS: Final = 4096
 _SERVER_REASONS: Final = frozenset(
     {REASON_SERVER_ERROR, REASON_CONNECTION, REASON_TIMEOUT, REASON_INVALID_RESPONSE}
@@ -63,6 +79,15 @@ _pending_episode: ContextVar[tuple[Episode, bool] | None] = ContextVar(
 )
 
 
+class _Written(NamedTuple):
+    """What the program wrote for one fact: its dates, its type, and its attributes when the type has any."""
+
+    valid_at: str | None
+    invalid_at: str | None
+    relation_type: str
+    attributes: dict[str, AttributeValue] | None
+
+
 class EdgewiseLLMClient(LLMClient):
     """A Graphiti `LLMClient` whose edge extraction is an edgewise program (see the module docstring).
 
@@ -71,7 +96,8 @@ class EdgewiseLLMClient(LLMClient):
     stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field
     (`max_tokens`, `num_retries`, `timeout_s`, ...), checked here so that a misspelled one is a
     `TypeError` now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
-    yourself).
+    yourself). `edge_types`: the edge type models given to `add_episode`, whose fields the program
+    fills as the edges' attributes and answers Graphiti's attribute call with.
     """
 
     def __init__(
@@ -83,6 +109,7 @@ class EdgewiseLLMClient(LLMClient):
         api_base: str | None = None,
         api_key: str | None = None,
         lm: Any | None = None,
+        edge_types: Mapping[str, type[BaseModel]] | None = None,
         **lm_options: Any,
     ) -> None:
         super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
@@ -108,7 +135,8 @@ class EdgewiseLLMClient(LLMClient):
         )
         self._stack = ExitStack()
         self._lock = threading.Lock()
-        self._dates: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
+        self._attributes: dict[str, list[EdgeAttribute]] = graphiti_attributes(edge_types or {})
+        self._written: OrderedDict[str, _Written] = OrderedDict()
         self._warned = False
 
     # -- Graphiti's entry point ---------------------------------------------------------------------
@@ -131,7 +159,7 @@ class EdgewiseLLMClient(LLMClient):
                     f"Graphiti's edge prompt could not be read ({problem}); the wrapped client answers it"
                 )
             else:
-                token = _pending_episode.set((read.episode, read.strict_types))
+                token = _pending_episode.set((self._with_attributes(read.episode), read.strict_types))
                 try:
                     return await self._generate_response_with_retry(
                         messages, response_model, max_tokens or DEFAULT_MAX_TOKENS, model_size
@@ -139,11 +167,13 @@ class EdgewiseLLMClient(LLMClient):
                 finally:
                     _pending_episode.reset(token)
         if prompt_name == TIMESTAMP_PROMPT:
-            fact = read_fact(messages)
-            with self._lock:
-                dates = self._dates.get(fact.strip()) if fact else None
-            if dates is not None:
-                return {"valid_at": dates[0], "invalid_at": dates[1]}
+            written = self._written_for(read_fact(messages))
+            if written is not None:
+                return {"valid_at": written.valid_at, "invalid_at": written.invalid_at}
+        if prompt_name == ATTRIBUTES_PROMPT:
+            answer = self._attribute_answer(messages, response_model)
+            if answer is not None:
+                return answer
         return await self.inner.generate_response(
             messages, response_model, max_tokens, model_size, group_id, prompt_name, **options
         )
@@ -170,15 +200,54 @@ class EdgewiseLLMClient(LLMClient):
                 result = await asyncio.to_thread(lambda: program(episode).result)
         except Exception as error:
             raise graphiti_error(error) from error
-        return {"edges": [self._graphiti_edge(edge) for edge in result.edges]}
+        return {"edges": [self._graphiti_edge(edge, episode) for edge in result.edges]}
 
-    def _graphiti_edge(self, edge: Edge) -> dict[str, Any]:
+    # -- attributes -----------------------------------------------------------------------------------
+
+    def _with_attributes(self, episode: Episode) -> Episode:
+        """The episode read from Graphiti's prompt, its edge types given the fields of `edge_types`."""
+        if not self._attributes:
+            return episode
+        edge_types = [
+            edge_type.model_copy(update={"attributes": self._attributes[edge_type.name]})
+            if edge_type.name in self._attributes
+            else edge_type
+            for edge_type in episode.edge_types
+        ]
+        return episode.model_copy(update={"edge_types": edge_types})
+
+    def _written_for(self, fact: str | None) -> _Written | None:
+        with self._lock:
+            return self._written.get(fact.strip()) if fact else None
+
+    def _attribute_answer(self, messages: list[Message], response_model: Any) -> dict[str, Any] | None:
+        """Graphiti's attribute reply from what the program wrote for this fact; None: not ours to answer.
+
+        Ours when the program extracted the fact under a type with attributes and every field the
+        response model asks for is one of them. A value the program wrote replaces the existing one;
+        a field it left null (not stated) keeps the existing value, as Graphiti's own prompt asks.
+        """
+        fact, existing = read_attribute_prompt(messages)
+        written = self._written_for(fact)
+        fields = getattr(response_model, "model_fields", None)
+        if written is None or written.attributes is None or not fields:
+            return None
+        declared = {attribute.name for attribute in self._attributes.get(written.relation_type, [])}
+        if not set(fields) <= declared:
+            return None
+        return {name: written.attributes.get(name, existing.get(name)) for name in fields}
+
+    def _graphiti_edge(self, edge: Edge, episode: Episode) -> dict[str, Any]:
         valid_at = format_utc(edge.valid_at) if edge.valid_at else None
         invalid_at = format_utc(edge.invalid_at) if edge.invalid_at else None
+        edge_type = episode.edge_type(edge.relationship_type)
+        attributes = dict(edge.attributes) if edge_type is not None and edge_type.attributes else None
         with self._lock:
-            self._dates[edge.fact.strip()] = (valid_at, invalid_at)
-            while len(self._dates) > _REMEMBERED_FACTS:
-                self._dates.popitem(last=False)
+            self._written[edge.fact.strip()] = _Written(
+                valid_at, invalid_at, edge.relationship_type, attributes
+            )
+            while len(self._written) > _REMEMBERED_FACTS:
+                self._written.popitem(last=False)
         return {
             "source_entity_name": edge.source_entity_name,
             "target_entity_name": edge.target_entity_name,

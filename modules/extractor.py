@@ -14,6 +14,13 @@ from typing import Any, Final
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.modules.attributes import (
+    attributes_predictor,
+    check_attribute_options,
+    episode_extraction,
+    extraction_signature,
+    fill_attributes,
+)
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
@@ -21,18 +28,17 @@ from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, written_triples
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
-from edgewise.modules.postprocess import cap_attributes, dedupe_edges, postprocess
+from edgewise.modules.postprocess import dedupe_edges, postprocess
 from edgewise.modules.retype import apply_answers, options_of, questions
 from edgewise.modules.spans import numbered, sentences, span_edge
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.transcript import Transcript, recording
 from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
-from edgewise.modules.usage import track_step
+from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_signature
 from edgewise.modules.votes import merge_votes
 from edgewise.signatures.choose_types import ChooseTypes, answers_signature
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
-from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
     OutputShape,
@@ -53,13 +59,11 @@ from edgewise.signatures.types import (
     ExtractionWarning,
     SpanEdge,
     StepUsage,
-    format_utc,
 )
 from edgewise.signatures.verify_edges import VerifyEdges, verdicts_signature
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
-STEP_ATTRIBUTES: Final = "attributes"
 STEP_PAIRS: Final = "pairs"
 STEP_VERIFY: Final = "verify"
 STEP_GLEAN: Final = "glean"
@@ -87,13 +91,6 @@ def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -
     if episode is not None:
         return Episode.model_validate(episode)
     return Episode.model_validate(fields)
-
-
-def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
-    return ExtractionWarning(
-        code="parse_failure",
-        message=f"{step}: the model's reply could not be parsed ({type(error).__name__})",
-    )
 
 
 def count_parse_failures(warnings: list[ExtractionWarning]) -> int:
@@ -135,15 +132,18 @@ class EdgeExtractor(dspy.Module):
             raise ValueError(
                 f"the {options.formulation} formulation writes the seed's shape and runs no reflexion rounds"
             )
+        check_attribute_options(options, output_shape)
         self.output_shape = output_shape
         self.options = options
         self.type_signatures = type_signatures
         ordered = in_seed_order if options.input_order == "seed" else (lambda signature: signature)
         self.extract = dspy.Predict(
-            extract_signature(output_shape, options.input_order, fact_span=options.fact_span)
+            extraction_signature(
+                extract_signature(output_shape, options.input_order, fact_span=options.fact_span), options
+            )
         )
         self.reflect = dspy.Predict(FindMissingFacts)
-        self.attributes = dspy.Predict(ExtractEdgeAttributes)
+        self.attributes = attributes_predictor(options)
         if options.formulation == "pairs":
             self.label_pairs = dspy.Predict(ordered(LabelPairs))
         if options.formulation == "entities":
@@ -210,6 +210,7 @@ class EdgeExtractor(dspy.Module):
                 inputs = {**inputs, "episode_content": numbered(spans)}
                 allowed["sentence"] = list(range(1, len(spans) + 1))
             signature = vocabulary_signature(self.extract.signature, allowed)
+            signature, inputs = episode_extraction(signature, inputs, episode, options, kind)
             with recording() as transcript:
                 if options.formulation == "entities":
                     raw = self._by_entity(episode, inputs, rule, types, usage, warnings)
@@ -243,7 +244,7 @@ class EdgeExtractor(dspy.Module):
             edges = add_speaker_names(edges, episode, warnings)
         if options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
-        edges = self._fill_attributes(edges, episode, usage, warnings)
+        edges = fill_attributes(self.options, self.attributes, edges, raw, episode, usage, warnings)
         return result_prediction(
             ExtractionResult(
                 edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
@@ -486,36 +487,6 @@ class EdgeExtractor(dspy.Module):
                 return []
         return [fact for fact in (reply.missing_facts or []) if fact.strip()]
 
-    def _fill_attributes(
-        self,
-        edges: list[Edge],
-        episode: Episode,
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
-    ) -> list[Edge]:
-        """One attribute call per edge whose type declares attributes; other edges cost nothing."""
-        filled: list[Edge] = []
-        for edge in edges:
-            edge_type = episode.edge_type(edge.relationship_type)
-            if edge_type is None or not edge_type.attributes:
-                filled.append(edge)
-                continue
-            with track_step(STEP_ATTRIBUTES, usage):
-                try:
-                    reply = self.attributes(
-                        signature=attributes_signature(self.attributes.signature, edge_type),
-                        episode_content=episode.episode_content,
-                        reference_time=format_utc(episode.reference_time),
-                        fact=_fact_row(edge),
-                    )
-                except AdapterParseError as error:
-                    warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
-                    filled.append(edge)
-                    continue
-            values = reply.attributes.model_dump() if reply.attributes is not None else {}
-            filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
-        return filled
-
     def batch(
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
     ) -> list[ExtractionResult | BaseException]:
@@ -539,8 +510,3 @@ def _seed_edge(edge: Any, episode: Episode, spans: list[str] | None) -> Extracte
     if isinstance(edge, SpanEdge):
         return span_edge(edge, spans or [])
     return edge
-
-
-def _fact_row(edge: Edge) -> dict[str, str]:
-    row = edge.to_json_dict()
-    return {key: str(value) for key, value in row.items() if value not in (None, {}, [])}

@@ -5,9 +5,10 @@ formulation (write edges, label candidate entity pairs, or list each entity's ed
 relationship types are checked against entity types and what happens to an edge that fails the
 check, whether the model gets a second turn for what it missed, how many replies are sampled and
 merged, whether the fact is the model's words or the episode's sentence, whether a second call
-verifies each edge, how dates in a fact are read, and the order the inputs are shown in. They are
-recorded in a compiled program's manifest and rebuilt from it; every default is the behaviour of the
-uncompiled program, so a manifest written before an option existed loads unchanged.
+verifies each edge, how dates in a fact are read, the order the inputs are shown in, and how edge
+attributes are filled. They are recorded in a compiled program's manifest and rebuilt from it; every
+default is the behaviour of the uncompiled program, so a manifest written before an option existed
+loads unchanged.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Formulation = Literal["edges", "pairs", "entities"]
 InputOrder = Literal["shared-first", "seed"]
 Retype = Literal["off", "unique", "ask"]
+AttributeFormulation = Literal["per-edge", "per-episode", "in-extraction"]
 
 FORMULATIONS: Final[tuple[Formulation, ...]] = ("edges", "pairs", "entities")
 INPUT_ORDERS: Final[tuple[InputOrder, ...]] = ("shared-first", "seed")
 RETYPES: Final[tuple[Retype, ...]] = ("off", "unique", "ask")
+ATTRIBUTE_FORMULATIONS: Final[tuple[AttributeFormulation, ...]] = ("per-edge", "per-episode", "in-extraction")
 DEFAULT_MAX_PAIRS: Final = 24
 """Candidate entity pairs the pairwise program labels at most per episode (see `modules.pairs`)."""
 MAX_SAMPLES: Final = 8
@@ -61,6 +64,9 @@ class ProgramOptions(BaseModel):
       alias edge from a name to the label it is called by (`modules.speaker_names`).
     - `input_order`: `shared-first` (what episodes share first, for the prompt cache) or `seed` (the
       seed prompt's order: previous episodes, the episode, entities, time, types).
+    - `attributes`: how the attributes that relationship types declare are filled (`modules.attributes`):
+      `per-edge` (the seed's: one call per edge of such a type), `per-episode` (one call for all of an
+      episode's such edges) or `in-extraction` (written inside the extraction reply; no call of its own).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -81,6 +87,7 @@ class ProgramOptions(BaseModel):
     speaker_names: bool = False
     input_order: InputOrder = "shared-first"
     max_pairs: int = Field(default=DEFAULT_MAX_PAIRS, ge=1)
+    attributes: AttributeFormulation = "per-edge"
 
     @model_validator(mode="after")
     def _consistent(self) -> ProgramOptions:
@@ -92,6 +99,10 @@ class ProgramOptions(BaseModel):
             raise ValueError("a fact span is a reply of the edges formulation")
         if self.gleaning and self.samples > 1:
             raise ValueError("gleaning continues one reply; it cannot follow several samples")
+        if self.attributes == "in-extraction" and (self.formulation != "edges" or self.fact_span):
+            raise ValueError(
+                "attributes in the extraction reply need the edges formulation without a fact span"
+            )
         return self
 
     def changed(self) -> dict[str, object]:
@@ -101,4 +112,10 @@ class ProgramOptions(BaseModel):
     @property
     def lm_calls_per_episode(self) -> int:
         """LM calls one extraction makes at most (every step that may call once per episode)."""
-        return 1 + self.gleaning + int(self.retype == "ask") + int(self.precision)
+        return (
+            1
+            + self.gleaning
+            + int(self.retype == "ask")
+            + int(self.precision)
+            + int(self.attributes == "per-episode")
+        )

@@ -18,6 +18,9 @@ skipped and recorded as such, so the search ends by itself.
 The fact as a span is a cost lever: it is kept when edge-F1 is no worse (the upper bound of its
 paired interval above 0) and the median episode takes at most `SPAN_MAX_TIME_RATIO` of the time, both
 programs timed on dev without DSPy's cache.
+
+The attribute formulation comes last, judged by attribute accuracy on the matched edges, and may
+also win on LM calls (`CALL_COST_LEVERS`): one call per episode, or none, against one per edge.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ LEVERS: Final[tuple[str, ...]] = (
     "speaker_names",
     "precision",
     "gold_demos",
+    "attributes",
 )
 """The levers in the order the search tries them."""
 
@@ -63,14 +67,27 @@ ALTERNATIVES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     "date_guards": ({"date_guards": True},),
     "speaker_names": ({"speaker_names": True},),
     "precision": ({"precision": True},),
+    "attributes": ({"attributes": "per-episode"}, {"attributes": "in-extraction"}),
 }
 """Each lever's candidate changes to the program so far, tried in this order."""
 
-JUDGED_BY: Final[dict[str, Stat]] = {"fact_dates": "valid_at_accuracy", "date_guards": "valid_at_accuracy"}
+JUDGED_BY: Final[dict[str, Stat]] = {
+    "fact_dates": "valid_at_accuracy",
+    "date_guards": "valid_at_accuracy",
+    "attributes": "attribute_accuracy",
+}
 """The statistic a lever is judged by when it is not edge-F1: dates from facts and the date guards
-change no edge, only validAt, so they are judged by validAt accuracy on the matched edges (paired, the
-same rule). Every lever's result also lists its statistic per source (`by_source`), since a date rule
-that helps on conversations may hurt on TempReason."""
+change no edge, only validAt, so they are judged by validAt accuracy on the matched edges, and the
+attribute formulations by attribute accuracy there (paired, the same rule). Every lever's result also
+lists its statistic per source (`by_source`), since a date rule that helps on conversations may hurt
+on TempReason."""
+
+CALL_COST_LEVERS: Final = frozenset({"attributes"})
+"""Levers whose alternatives may also win on LM calls: one is kept when its statistic is better
+beyond noise, or no worse (the upper bound of its paired interval at least 0) with fewer LM calls
+per dev episode than the program so far, which is scored again for its count (DSPy's cache answers
+it); edge-F1 may not be worse either. Of several kept, one better beyond noise wins by its
+difference, else the one with the fewest calls."""
 
 COST_LEVERS: Final = frozenset({"fact_span"})
 """Levers kept for what they save, not what they gain (see the module docstring)."""
@@ -100,6 +117,10 @@ class LeverResult(NamedTuple):
     dev_recall: float | None = None
     dev_valid_at_accuracy: float | None = None
     note: str = ""
+    dev_attribute_accuracy: float | None = None
+    calls_per_episode: float | None = None
+    """LM calls per dev episode of the candidate's pass (replies from DSPy's cache included), for a
+    lever in `CALL_COST_LEVERS`."""
 
     def record(self) -> dict[str, Any]:
         row = self._asdict()
@@ -160,8 +181,9 @@ def build_program(
 
 def lever_cost(lever: str, options: ProgramOptions, dev_size: int) -> int:
     """LM calls (DSPy's cached replies count too) one dev pass of the lever's candidate makes at most;
-    a cost lever also times the program so far again."""
-    return options.lm_calls_per_episode * dev_size * (2 if lever in COST_LEVERS else 1)
+    a cost lever also times the program so far again, and a call-cost lever counts its calls again."""
+    again = lever in COST_LEVERS or lever in CALL_COST_LEVERS
+    return options.lm_calls_per_episode * dev_size * (2 if again else 1)
 
 
 def search_program(
@@ -209,11 +231,12 @@ def search_program(
                 tried.append(attempt)  # type: ignore[arg-type]
         kept = [attempt for attempt in tried if attempt[0].kept]
         if kept:
-            best = max(kept, key=lambda attempt: attempt[0].difference or 0.0)
+            best = max(kept, key=lambda attempt: _preference(lever, attempt[0]))
             for result, _, _ in kept:
                 if result is not best[0]:
+                    preferred = f"{best[0].value} was preferred: {_why(lever, best[0])}"
                     results[results.index(result)] = result._replace(
-                        kept=False, note=f"{best[0].value} had the larger difference"
+                        kept=False, note=f"{preferred}; {result.note}" if result.note else preferred
                     )
             current, current_score = best[1], best[2]
     return current, current_score, results
@@ -256,6 +279,8 @@ def _try(
             current.max_reflexion_rounds or current.output_shape != "seed"
         ):
             return _skipped(lever, value, "needs the seed shape and no reflexion rounds"), None, None
+        if candidate_options.attributes == "in-extraction" and current.output_shape != "seed":
+            return _skipped(lever, value, "needs the seed reply shape"), None, None
         if lever == "samples" and max_samples is not None and candidate_options.samples > max_samples:
             note = (
                 f"the model takes {max_samples} replies per request, this needs {candidate_options.samples}"
@@ -272,6 +297,12 @@ def _try(
         return result, None, None
     say(f"{lever}={value}: scoring on {len(dev)} dev episodes")
     time_ratio: float | None = None
+    current_calls: float | None = None
+    if lever in CALL_COST_LEVERS:
+        counted = calls_spent()
+        score(current, f"dev {lever}: the program so far, counted")
+        current_calls = (calls_spent() - counted) / len(dev)
+    candidate_spent = calls_spent()
     if lever in COST_LEVERS:
         assert score_uncached is not None
         scored = score_uncached(candidate, f"dev {lever}")
@@ -285,8 +316,18 @@ def _try(
     except ValueError as undefined:  # no matched edge: a date accuracy cannot be judged
         say(f"{lever}={value}: not judged ({undefined})")
         return _skipped(lever, value, str(undefined)), None, None
+    calls_per_episode = (calls_spent() - candidate_spent) / len(dev) if current_calls is not None else None
+    note = ""
     if lever in COST_LEVERS:
         kept = paired.high > 0 and time_ratio is not None and time_ratio <= SPAN_MAX_TIME_RATIO
+    elif calls_per_episode is not None and current_calls is not None:
+        edges = paired_difference(current_score.episode_scores, scored.episode_scores, stat="edge_f1_micro")
+        cheaper = calls_per_episode < current_calls
+        kept = edges.high >= 0 and (paired.better or (paired.high >= 0 and cheaper))
+        note = (
+            f"LM calls per dev episode {calls_per_episode:.2f} against {current_calls:.2f}; "
+            f"edge-F1 paired {edges.text()}"
+        )
     else:
         kept = paired.better
     result = LeverResult(
@@ -304,10 +345,14 @@ def _try(
         dev_precision=stat_value(scored.episode_scores, "precision"),
         dev_recall=stat_value(scored.episode_scores, "recall"),
         dev_valid_at_accuracy=stat_value(scored.episode_scores, "valid_at_accuracy"),
+        note=note,
+        dev_attribute_accuracy=stat_value(scored.episode_scores, "attribute_accuracy"),
+        calls_per_episode=calls_per_episode,
     )
     say(
         f"{lever}={value}: dev edge-F1 {scored.edge_f1:.3f}, {stat} paired {paired.text()}"
         + (f", time ratio {time_ratio:.2f}" if time_ratio is not None else "")
+        + (f", {note}" if note else "")
         + (": kept" if kept else ": not kept"),
     )
     return result, candidate, scored
@@ -329,6 +374,22 @@ def _by_source(
 
 def _defined(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+def _preference(lever: str, result: LeverResult) -> tuple[Any, ...]:
+    """How kept alternatives of one lever rank: by their difference; for a call-cost lever, one
+    better beyond noise by its difference, else the one with the fewest LM calls."""
+    difference = result.difference or 0.0
+    if lever not in CALL_COST_LEVERS:
+        return (difference,)
+    better = result.low is not None and result.low > 0
+    return (better, difference if better else -(result.calls_per_episode or 0.0))
+
+
+def _why(lever: str, best: LeverResult) -> str:
+    if lever in CALL_COST_LEVERS and not (best.low is not None and best.low > 0):
+        return "no worse, with fewer LM calls"
+    return "the larger difference"
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:

@@ -139,7 +139,12 @@ def optimize(
     )
     pick = score_pick(outcome.found, best, score, say)
     record.usage["after"] = pick.usage
-    program, after, selection_notes = keep_if_better(pick, student, before, say)
+    kept_by = {
+        row["stat"]
+        for row in (outcome.found.notes.get("levers", []) if outcome.found is not None else [])
+        if row.get("kept") and row.get("stat") != "edge_f1_micro"
+    }
+    program, after, selection_notes = keep_if_better(pick, student, before, say, sorted(kept_by))
     record.learned["program_options"] = program.options.model_dump()
     manifest = record.manifest(
         program,

@@ -7,6 +7,8 @@ those fields, so structured outputs can constrain the reply.
 
 from __future__ import annotations
 
+from typing import Any
+
 import dspy
 from pydantic import BaseModel, Field, create_model
 
@@ -45,6 +47,24 @@ def attributes_model(edge_type: EdgeType) -> type[BaseModel]:
         for attribute in edge_type.attributes
     }
     return create_model(f"{_camel(edge_type.name)}Attributes", **fields)
+
+
+def attributes_schema(edge_type: EdgeType) -> dict[str, Any]:
+    """The JSON schema of one edge's attributes object in a per-call reply schema: every declared
+    attribute present, of its kind or null, and nothing else (what `attributes_model` states, in the
+    shape a decoding grammar and a strict structured output both take)."""
+    return {
+        "type": "object",
+        "properties": {
+            attribute.name: {
+                "type": [attribute.kind, "null"],
+                **({"description": attribute.description} if attribute.description else {}),
+            }
+            for attribute in edge_type.attributes
+        },
+        "required": [attribute.name for attribute in edge_type.attributes],
+        "additionalProperties": False,
+    }
 
 
 def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> type[dspy.Signature]:

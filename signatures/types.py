@@ -93,6 +93,18 @@ class EdgeAttribute(_CamelModel):
     kind: AttributeKind = "string"
     description: str = ""
 
+    def accepts(self, value: object) -> bool:
+        """Whether `value` is null or of this attribute's kind (a JSON boolean is not a number)."""
+        if value is None:
+            return True
+        if isinstance(value, bool):
+            return self.kind == "boolean"
+        if isinstance(value, int):
+            return self.kind in ("integer", "number")
+        if isinstance(value, float):
+            return self.kind == "number"
+        return isinstance(value, str) and self.kind == "string"
+
 
 EntityTypeName = Annotated[Text, Field(min_length=1)]
 

@@ -305,6 +305,45 @@ def test_a_bad_source_fails_with_conversation_turn_and_field(tmp_path: Path) -> 
         build(_one_turn(text, [], names=("User", "Ann", "Carl")))
 
 
+def test_every_declared_attribute_is_labeled_with_a_value_of_its_kind(tmp_path: Path) -> None:
+    text = "My sister Ann lives in Rome."
+    edge_types = [
+        {"name": "SIBLING_OF", "description": "Siblings.", "symmetric": True,
+         "attributes": [{"name": "relation"}, {"name": "twins", "kind": "boolean"}]},
+    ]  # fmt: skip
+    edge = {"type": "SIBLING_OF", "source": "User", "target": "Ann", "fact": text, "validAt": "ref",
+            "invalidAt": None}  # fmt: skip
+
+    def build(attributes: dict) -> list[dict]:
+        turn = _one_turn(text, [edge | {"attributes": attributes}])
+        return build_conversational_episodes(
+            read_source(_source_file(tmp_path, [turn], edge_types=edge_types))
+        )
+
+    (episode,) = build({"twins": None, "relation": "sister"})
+    assert episode["edges"][0]["attributes"] == {"relation": "sister", "twins": None}  # the type's order
+    assert episode["edgeTypes"][0]["attributes"][1] == {"name": "twins", "kind": "boolean", "description": ""}
+    with pytest.raises(ConversationalSourceError, match=r"edge 1, attributes: twins not labeled"):
+        build({"relation": "sister"})
+    with pytest.raises(
+        ConversationalSourceError, match=r"edge 1, attributes: age not declared by SIBLING_OF"
+    ):
+        build({"relation": "sister", "twins": None, "age": 3})
+    with pytest.raises(
+        ConversationalSourceError, match=r"edge 1, attributes.twins: 'no' is not of kind boolean"
+    ):
+        build({"relation": "sister", "twins": "no"})
+
+
+def test_the_shipped_labels_hold_values_and_null_answers(episodes: list[dict]) -> None:
+    """Enough labeled attributes to measure the attribute step: values and null answers alike."""
+    values = [
+        value for episode in episodes for edge in episode["edges"] for value in edge["attributes"].values()
+    ]
+    assert sum(value is not None for value in values) >= 80 and sum(value is None for value in values) >= 60
+    assert len(values) >= 150
+
+
 def test_a_source_file_of_the_wrong_shape_names_the_field(tmp_path: Path) -> None:
     misspelled = {
         "type": "FRIEND_OF",

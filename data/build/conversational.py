@@ -7,12 +7,14 @@ time, so no calendar date is ever worked out by hand, and the source is checked 
 dates, word counts) on every build.
 
 The file holds `edgeTypes` (the relationship inventory given to every episode: name, description,
-symmetric, aliases), `conversations` (a stable id, the user's entity name, the entity types, and the
-turns in order: time, text, entities, edges, and `kind` tags that say what a turn tests) and
-`examples` (unlabeled episodes for the README and benchmarks: id, time, text, previous turns, entities
-and the names of the relationship types to offer, described from `edgeTypes`). An edge is
-`{"type", "source", "target", "fact", "validAt", "invalidAt"}` with date expressions (or null) and an
-optional `aliases`: extra acceptable type names for that one edge, beyond the type's own.
+symmetric, aliases, and the attributes a type declares: name, kind, description), `conversations` (a
+stable id, the user's entity name, the entity types, and the turns in order: time, text, entities,
+edges, and `kind` tags that say what a turn tests) and `examples` (unlabeled episodes for the README
+and benchmarks: id, time, text, previous turns, entities and the names of the relationship types to
+offer, described from `edgeTypes`, without attributes). An edge is
+`{"type", "source", "target", "fact", "validAt", "invalidAt"}` with date expressions (or null), an
+optional `aliases` (extra acceptable type names for that one edge, beyond the type's own) and, for a
+type that declares attributes, `attributes`: a value or null for each of them.
 
 Date expressions (the grammar `resolve_date` reads; granularity in brackets):
     "ref"                          the turn's reference time, for ongoing facts with no stated start [day]
@@ -42,6 +44,13 @@ Labeling conventions (the seed's rules, made concrete where the text leaves a ch
  6. Where someone is from, trips, visits and temporary stays are not LIVES_IN / ROOMMATE_OF; family living
     together is not ROOMMATE_OF. World knowledge (where a company is) is not a fact of the episode.
  7. Quoted text, instructions to the assistant, jokes and song lines state no facts.
+ 8. Attributes: an edge of a type that declares attributes labels every one of them, with the value the
+    current episode states or directly entails ("I finally switched dentists. I'm now seeing Dr. Hoffmann"
+    is specialty "dentist"), else null, even where an earlier turn said it (the attribute step reads the
+    current episode). Values are the text's words in their base form ("lead" for "I'm leading"); a
+    person who is an entity is named by the entity's name, several joined by "and". A parent is
+    "mother" or "father" only when a gendered word or pronoun says so, never from a first name; "runs a
+    bakery" names no role; a coat such as "tabby" is not a breed.
 """
 
 from __future__ import annotations
@@ -55,12 +64,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import Granularity, LabeledEpisode, format_utc
+from edgewise.signatures.types import (
+    AttributeValue,
+    EdgeAttribute,
+    Granularity,
+    LabeledEpisode,
+    format_utc,
+)
 
 SOURCE_NAME: Final[str] = "conversational"
 LICENSE: Final[str] = "CC-BY-4.0"
@@ -117,10 +132,14 @@ class SourceEdgeType(_SourceRecord):
     description: str
     symmetric: bool
     aliases: tuple[str, ...] = ()
+    attributes: tuple[EdgeAttribute, ...] = ()
 
 
 class SourceEdge(_SourceRecord):
-    """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge."""
+    """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge.
+
+    `attributes` holds a value (or null) for every attribute its type declares, and nothing else.
+    """
 
     type: str
     source: str
@@ -129,6 +148,7 @@ class SourceEdge(_SourceRecord):
     valid_at: str | None
     invalid_at: str | None
     aliases: tuple[str, ...] = ()
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
 
 
 class SourceTurn(_SourceRecord):
@@ -297,9 +317,37 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
 
 def _edge_types(source: ConversationalSource) -> list[dict[str, Any]]:
     return [
-        {"name": edge_type.name, "description": edge_type.description, "symmetric": edge_type.symmetric}
+        {
+            "name": edge_type.name,
+            "description": edge_type.description,
+            "symmetric": edge_type.symmetric,
+            "attributes": [attribute.to_json_dict() for attribute in edge_type.attributes],
+        }
         for edge_type in source.edge_types
     ]
+
+
+def _gold_attributes(edge_type: SourceEdgeType, raw: SourceEdge, where: str) -> dict[str, AttributeValue]:
+    """The edge's labeled attributes in the type's order: every declared one labeled (null: not stated)."""
+    declared = [attribute.name for attribute in edge_type.attributes]
+    unknown = [name for name in raw.attributes if name not in declared]
+    if unknown:
+        raise ConversationalSourceError(
+            f"{where}, attributes: {', '.join(unknown)} not declared by {edge_type.name}"
+            f" (it declares: {', '.join(declared) or 'none'})"
+        )
+    missing = [name for name in declared if name not in raw.attributes]
+    if missing:
+        raise ConversationalSourceError(
+            f"{where}, attributes: {', '.join(missing)} not labeled (write null when the text does not say)"
+        )
+    for attribute in edge_type.attributes:
+        value = raw.attributes[attribute.name]
+        if not attribute.accepts(value):
+            raise ConversationalSourceError(
+                f"{where}, attributes.{attribute.name}: {value!r} is not of kind {attribute.kind}"
+            )
+    return {name: raw.attributes[name] for name in declared}
 
 
 def _resolve_field(
@@ -337,7 +385,7 @@ def _gold_edge(
         "fact": raw.fact,
         "validAt": valid_at,
         "invalidAt": invalid_at,
-        "attributes": {},
+        "attributes": _gold_attributes(edge_type, raw, where),
         "aliases": list(dict.fromkeys(aliases)),
         "validAtGranularity": valid_granularity,
         "invalidAtGranularity": invalid_granularity,
