@@ -24,6 +24,7 @@ from edgewise.modules.attributes import (
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
+from edgewise.modules.default_vocabulary import DEFAULT_EDGE_TYPES
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, written_triples
 from edgewise.modules.options import ProgramOptions
@@ -195,6 +196,8 @@ class EdgeExtractor(dspy.Module):
         options = self.options
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
+        if options.default_types and not episode.edge_types:
+            episode = with_default_types(episode, warnings)
         inputs = extraction_inputs(episode)
         names = [entity.name for entity in episode.entities]
         types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
@@ -501,6 +504,17 @@ class EdgeExtractor(dspy.Module):
         """Async extraction for servers: runs in a worker thread with the caller's DSPy settings."""
         prediction = await asyncio.to_thread(self, as_episode(episode, **fields))
         return prediction.result
+
+
+def with_default_types(episode: Episode, warnings: list[ExtractionWarning]) -> Episode:
+    """`episode` offered the default vocabulary, with a warning that says so."""
+    warnings.append(
+        ExtractionWarning(
+            code="default_types",
+            message=f"no relationship types given: the {len(DEFAULT_EDGE_TYPES)} default types were offered",
+        )
+    )
+    return episode.model_copy(update={"edge_types": list(DEFAULT_EDGE_TYPES)})
 
 
 def _seed_edge(edge: Any, episode: Episode, spans: list[str] | None) -> ExtractedEdge:

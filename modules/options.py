@@ -62,6 +62,8 @@ class ProgramOptions(BaseModel):
       start, each with a warning (`modules.date_guards`).
     - `speaker_names`: in a transcript whose turns are labelled by entities ("Speaker 2: ..."), add the
       alias edge from a name to the label it is called by (`modules.speaker_names`).
+    - `default_types`: an episode that lists no relationship types is offered the default vocabulary
+      (`modules.default_vocabulary`) and kept to it, as if the user had listed it.
     - `input_order`: `shared-first` (what episodes share first, for the prompt cache) or `seed` (the
       seed prompt's order: previous episodes, the episode, entities, time, types).
     - `attributes`: how the attributes that relationship types declare are filled (`modules.attributes`):
@@ -88,6 +90,7 @@ class ProgramOptions(BaseModel):
     input_order: InputOrder = "shared-first"
     max_pairs: int = Field(default=DEFAULT_MAX_PAIRS, ge=1)
     attributes: AttributeFormulation = "per-edge"
+    default_types: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> ProgramOptions:

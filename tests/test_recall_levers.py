@@ -494,3 +494,32 @@ def test_a_lever_may_name_one_of_its_alternatives() -> None:
         parse_lever("formulation=tables")
     with pytest.raises(ValueError, match="unknown lever 'recall'"):
         parse_lever("recall")
+
+
+# ------------------------------------------------------------------------------------------------
+# The default vocabulary for an episode that lists no relationship types
+# ------------------------------------------------------------------------------------------------
+
+
+def test_an_episode_without_types_is_offered_the_default_vocabulary_and_kept_to_it() -> None:
+    from edgewise.modules.default_vocabulary import DEFAULT_EDGE_TYPES
+
+    def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        return json.dumps(
+            {"edges": [edge_json("Maya", "LIVES_IN", "Leeds"), edge_json("Maya", "ADORES", "Tom")]}
+        )
+
+    untyped = episode(edgeTypes=[])
+    lm = SchemaLM(respond)
+    with lm_context(lm):
+        result = EdgeExtractor(options=ProgramOptions(default_types=True))(untyped).result
+    assert triples(result.edges) == [("Maya", "LIVES_IN", "Leeds")]
+    assert codes(result.warnings) == ["default_types", "unknown_type"]
+    request = str(lm.calls[0]["messages"][-1]["content"])
+    assert all(edge_type.name in request for edge_type in DEFAULT_EDGE_TYPES)
+    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"].model_json_schema())
+    assert '"LIKES"' in schema and '"BORN_IN"' in schema
+    with lm_context(lm):
+        given = EdgeExtractor(options=ProgramOptions(default_types=True))(episode()).result
+    assert "default_types" not in codes(given.warnings)
+    assert "BORN_IN" not in str(lm.calls[-1]["messages"][-1]["content"])  # the user's own types only
