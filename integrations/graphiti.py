@@ -69,8 +69,8 @@ class EdgewiseLLMClient(LLMClient):
     `program`: a program name or directory, as `edgewise extract --program` takes (default `default`).
     `model`, `api_base`, `api_key`: the edgewise model (default `local`, started on first use and
     stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field
-    (`max_tokens`, `num_retries`, `timeout_s`, ...), checked here so that a misspelled one is a
-    `TypeError` now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
+    (`max_tokens`, `num_retries`, `timeout_s`, ...); a misspelled one is LMConfig's `TypeError`
+    now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
     yourself).
     """
 
@@ -89,23 +89,14 @@ class EdgewiseLLMClient(LLMClient):
         from edgewise.optimize.programs import resolve_program
         from edgewise.runtime.lm import LMConfig
 
-        unknown = sorted(set(lm_options) - set(LMConfig.model_fields))
-        if unknown:
-            raise TypeError(
-                f"EdgewiseLLMClient: unknown model option(s) {', '.join(unknown)}; "
-                f"the options are LMConfig's fields: {', '.join(LMConfig.model_fields)}"
-            )
-
+        # Built even when `lm` is given, so that a misspelled option is refused either way.
+        config = LMConfig(model=model, api_base=api_base, api_key=api_key, **lm_options)
         self.inner = inner
         self.program_name = program
         self._closed_program = resolve_program(program)
         self._open_program = resolve_program(program, open_types=True)
         self._lm = lm
-        self._lm_config = (
-            None
-            if lm is not None
-            else LMConfig(model=model, api_base=api_base, api_key=api_key, **lm_options)
-        )
+        self._lm_config = None if lm is not None else config
         self._stack = ExitStack()
         self._lock = threading.Lock()
         self._dates: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
