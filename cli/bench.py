@@ -19,11 +19,12 @@ from edgewise.cli.options import (
 from edgewise.data.loader import SPLITS
 from edgewise.data.sampling import stratified_sample
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
-DEFAULT_PROGRAMS: Final = "seed,default"
+DEFAULT_PROGRAMS: Final = ("seed", UNCOMPILED)
+"""Always benched when --programs is not given, before each model's own shipped program."""
 DEFAULT_SPLIT: Final = "test"
 _REMOTE_WORKERS: Final = 4
 _URL_SCHEMES: Final = ("http://", "https://")
@@ -62,11 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--programs",
-        default=DEFAULT_PROGRAMS,
         help="comma-separated programs: seed (the verbatim seed prompt), seed-structured, graphiti (Graphiti's "
         "edge prompt, rendered by the installed graphiti-core), graphiti-structured, default (the uncompiled "
-        f"EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
-        f"{DEFAULT_PROGRAMS}). Example: --programs graphiti-structured,baseline-v1,runs/prog",
+        "EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
+        f"{','.join(DEFAULT_PROGRAMS)}, and the shipped program compiled for each model, "
+        "qwen2.5-coder-1.5b-program for local). Example: --programs graphiti-structured,baseline-v1,runs/prog",
     )
     parser.add_argument(
         "--baseline",
@@ -116,6 +117,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress_argument(parser, bars="bars")  # one bar per model x program
     add_lm_arguments(parser, cache_flag=False)  # a bench always runs with DSPy's cache off
     parser.set_defaults(func=run)
+
+
+def default_programs(models: Sequence[LMConfig]) -> list[str]:
+    """What a bench without --programs runs: seed, default, then each model's shipped program (once)."""
+    names = list(DEFAULT_PROGRAMS)
+    for config in models:
+        name = choose_program(None, config.model).name
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def split_list(value: str, flag: str) -> list[str]:
@@ -177,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--reflexion-rounds must be >= 0")
     base = config_from_args(args)
     models = parse_models(args.models or base.model, base)
-    names = split_list(args.programs, "--programs")
+    names = split_list(args.programs, "--programs") if args.programs is not None else default_programs(models)
     if args.baseline is not None and args.baseline not in names:
         raise ValueError(f"--baseline {args.baseline!r} must be one of --programs ({', '.join(names)})")
     programs = {

@@ -24,7 +24,7 @@ from edgewise.cli.options import (
     add_program_argument,
     config_from_args,
 )
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import choose_program, resolve_program
 from edgewise.runtime.episode_runner import extract_records
 from edgewise.runtime.jsonl import (
     BatchSummary,
@@ -50,6 +50,10 @@ continues a stopped or killed run without losing or repeating an episode. stdout
 these lines. --output is never the input, is locked against a second run, and is emptied only once
 the model is ready. Exit status: 0 every line is a result, 2 some lines are errors, 1 nothing ran
 (usage, configuration or file error; the message is on stderr), 130 interrupted.
+
+Without --program the shipped program compiled for --model runs (qwen2.5-coder-1.5b-program on
+the local 1.5B), and the uncompiled one (default) on any other model; a line on stderr names the
+program before the first result.
 
 Failed model requests (429, 5xx, timeouts, dropped connections, 2xx replies that are not JSON) are
 retried with exponential backoff and jitter (--max-retries, Retry-After honoured); an episode past
@@ -197,9 +201,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
-    program = resolve_program(
-        args.baseline or args.program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types
-    )
+    choice = choose_program(args.baseline or args.program, config.model)
+    program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
     started = time.monotonic()
     summary = BatchSummary()
     with ExitStack() as stack:
@@ -211,6 +214,7 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         # The model is ready: from here on the run has started and the output may change.
         resumed = claimed.begin(resume=args.resume) if claimed else ResumePoint(0, Counter())
         summary.resumed_after, summary.resumed_failed = resumed.lines, resumed.failed
+        print(f"edgewise extract: {choice.notice()}", file=sys.stderr)
         stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
         progress = stack.enter_context(
             tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=resumed.lines)
