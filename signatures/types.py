@@ -328,7 +328,10 @@ class Episode(_CamelModel):
 
     An episode without entities is refused: edges join two of the episode's entities, so it could
     only ever "succeed" with no edges, which hides a misspelled or misnamed list. Unknown fields are
-    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning.
+    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning. A
+    labeled episode's own fields (`id`, `source`, `license`, `exhaustive`, `edges`: `LabeledEpisode`)
+    are known, not unknown: a labeled file is an input like any other, and extraction does not read
+    its gold.
     """
 
     model_config = ConfigDict(extra="ignore", json_schema_extra=_ENTITY_LIST_RULES)
@@ -396,8 +399,8 @@ class Episode(_CamelModel):
 
 
 def _unknown_fields(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
-    """The keys of `data` (and of its entity objects) that `model` and `Entity` do not read."""
-    known = _field_names(model)
+    """The keys of `data` (and of its entity objects) that `model`, a labeled episode and `Entity` do not read."""
+    known = _field_names(model) | _field_names(LabeledEpisode)
     unknown = [str(key) for key in data if key not in known]
     entity_fields = _field_names(Entity)
     for name in ENTITY_LISTS:
