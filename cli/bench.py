@@ -46,6 +46,7 @@ EXAMPLES = """examples:
   edgewise bench --models openai/gpt-4o-mini,anthropic/claude-3-5-haiku-latest --split test --limit 50
   edgewise bench --models qwen2.5-7b@http://127.0.0.1:8000/v1 --programs default,runs/prog --data my.jsonl
   edgewise bench --programs default --reflexion-rounds 1 --split smoke --out runs/reflexion1
+  edgewise bench --programs graphiti-structured,qwen2.5-coder-1.5b-program --baseline graphiti-structured --data runs/results/test-conversational.jsonl --open-vocabulary
 
 --limit draws a seeded sample stratified by source: each source keeps its share of the episodes
 (largest remainders get the leftover slots) and the sample keeps file order, so the same file,
@@ -103,6 +104,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="seed of the --limit sample and of the bootstrap intervals (default 0). Example: --seed 7",
     )
     add_open_types_argument(parser)
+    parser.add_argument(
+        "--open-vocabulary",
+        action="store_true",
+        help="send every episode without its edgeTypes, as a memory system without a schema does, and add "
+        "the alias-aware edge-F1 (a type that is the gold's, an alias, or normalizes alike counts right) and "
+        "each run's most written type to the report; gold edges are scored as labeled. "
+        "Example: --open-vocabulary",
+    )
     parser.add_argument(
         "--reflexion-rounds",
         type=int,
@@ -212,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             open_types=args.open_types,
             progress=not args.no_progress,
             baseline=args.baseline,
+            open_vocabulary=args.open_vocabulary,
         )
     except BenchInterrupted as interrupted:
         _print_report(interrupted.report, out_dir)
