@@ -328,10 +328,10 @@ class Episode(_CamelModel):
 
     An episode without entities is refused: edges join two of the episode's entities, so it could
     only ever "succeed" with no edges, which hides a misspelled or misnamed list. Unknown fields are
-    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning. A
-    labeled episode's own fields (`id`, `source`, `license`, `exhaustive`, `edges`: `LabeledEpisode`)
-    are known, not unknown: a labeled file is an input like any other, and extraction does not read
-    its gold.
+    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning. An
+    input with gold `edges` is a labeled episode (a line of a labeled file, an input like any
+    other): its own fields (`id`, `source`, `license`, `exhaustive`, `edges`: `LabeledEpisode`) are
+    known there, and extraction does not read its gold.
     """
 
     model_config = ConfigDict(extra="ignore", json_schema_extra=_ENTITY_LIST_RULES)
@@ -399,8 +399,11 @@ class Episode(_CamelModel):
 
 
 def _unknown_fields(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
-    """The keys of `data` (and of its entity objects) that `model`, a labeled episode and `Entity` do not read."""
-    known = _field_names(model) | _field_names(LabeledEpisode)
+    """The keys of `data` (and of its entity objects) that `model` and `Entity` do not read.
+
+    A labeled episode's fields are known in an input that has gold `edges` (see `Episode`).
+    """
+    known = _field_names(model) | (_field_names(LabeledEpisode) if "edges" in data else frozenset())
     unknown = [str(key) for key in data if key not in known]
     entity_fields = _field_names(Entity)
     for name in ENTITY_LISTS:

@@ -309,3 +309,15 @@ def test_a_misspelt_type_in_a_file_is_reported_once_by_data_validate_and_the_sta
     shared = _file_with(tmp_path, "shared.jsonl", rows)
     assert cli_main(["data", "validate", str(shared)]) == 0
     assert _reports(capsys.readouterr().err, shared) == []
+
+
+def test_a_labeled_line_s_own_fields_are_known_only_beside_its_gold_edges() -> None:
+    labeled = with_(entities=ANN_CO) | {
+        "source": "mine",
+        "license": "CC0-1.0",
+        "exhaustive": True,
+        "edges": [],
+    }
+    assert Episode.model_validate(labeled).ignored_fields == ()
+    unlabeled = with_(entities=ANN_CO, source="mine")
+    assert Episode.model_validate(unlabeled).ignored_fields == ("source",)
