@@ -151,15 +151,19 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
 
 
 _PROGRAM_HELP: Final = (
-    "compiled program directory or shipped name, or default / seed / seed-structured / graphiti / "
-    "graphiti-structured (default: default). "
+    "compiled program directory or shipped name, or default (the uncompiled program) / seed / "
+    "seed-structured / graphiti / graphiti-structured (default: the shipped program compiled for --model, "
+    "qwen2.5-coder-1.5b-program for local; default for any other model). "
     "Example: --program runs/prog"
 )
 
 
 def add_program_argument(parser: argparse.ArgumentParser) -> None:
-    """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`."""
-    parser.add_argument("--program", default="default", help=_PROGRAM_HELP)
+    """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`.
+
+    Left out, it is None: the command chooses the program compiled for its model (`choose_program`).
+    """
+    parser.add_argument("--program", default=None, help=_PROGRAM_HELP)
 
 
 def add_no_progress_argument(parser: argparse.ArgumentParser, *, bars: str = "bar") -> None:

@@ -16,6 +16,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.file_types import FileEntityTypes
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
@@ -118,7 +119,9 @@ def _attribute_problems(episode: LabeledEpisode, edge: GoldEdge, at: str) -> lis
     return problems
 
 
-def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisode], list[DatasetError]]:
+def _parse_lines(
+    path: Path, *, stop_at_first: bool, types: FileEntityTypes | None = None
+) -> tuple[list[LabeledEpisode], list[DatasetError]]:
     episodes: list[LabeledEpisode] = []
     errors: list[DatasetError] = []
     first_line: dict[str, int] = {}
@@ -168,20 +171,26 @@ def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisod
                 )
             first_line.setdefault(episode.id, number)
             episodes.append(episode)
+            if types is not None:
+                types.add(episode, number)
     return episodes, errors
 
 
 class Validation(NamedTuple):
-    """What checking a labeled-episode file found: how many lines parsed as episodes, and every problem."""
+    """What checking a labeled-episode file found: how many lines parsed as episodes, every problem, and
+    the entity types of the file (whose `report` names the signature types no entity has: not a problem
+    of any one line, see `edgewise.signatures.file_types`)."""
 
     episodes: int
     errors: list[DatasetError]
+    types: FileEntityTypes
 
 
 def check_file(path: str | Path) -> Validation:
     """Check every line of a labeled-episode file; a bad line (even invalid UTF-8) never stops the check."""
-    episodes, errors = _parse_lines(Path(path), stop_at_first=False)
-    return Validation(len(episodes), errors)
+    types = FileEntityTypes()
+    episodes, errors = _parse_lines(Path(path), stop_at_first=False, types=types)
+    return Validation(len(episodes), errors, types)
 
 
 def validate_file(path: str | Path) -> list[DatasetError]:

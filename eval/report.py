@@ -113,6 +113,11 @@ def table_notes(report: BenchReport) -> list[str]:
             f"workers {report.workers}; seed {report.seed}"
             + (f"; reflexion rounds {report.reflexion_rounds}" if report.reflexion_rounds is not None else "")
             + ("; open relationship types" if report.open_types else "")
+            + (
+                "; open vocabulary: every episode sent without its edgeTypes"
+                if report.open_vocabulary
+                else ""
+            )
             + "."
         ),
         (
@@ -185,6 +190,8 @@ def markdown_table(report: BenchReport) -> str:
     attributes = attribute_table(report)
     if attributes:
         lines.extend(["", *attributes])
+    if report.open_vocabulary:
+        lines.extend(["", *open_vocabulary_table(report)])
     return "\n".join(lines) + "\n"
 
 
@@ -239,6 +246,46 @@ def attribute_table(report: BenchReport) -> list[str]:
             _number(step.completion_tokens / n if step and n else 0.0, 1),
         ]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines
+
+
+def _top_type(run: RunSummary) -> str:
+    """`WORKS_AT 0.62 (gold 0.18)`: the most written type's share of the run's edges, beside the gold's."""
+    if not run.type_shares:
+        return _MISSING
+    top = run.type_shares[0]
+    return f"{top.type} {top.share:.2f} (gold {top.gold_share:.2f})"
+
+
+def open_vocabulary_table(report: BenchReport) -> list[str]:
+    """With `--open-vocabulary`: each run's alias-aware edge-F1, pair-F1, and its most written type."""
+    lines = [
+        "Open vocabulary (episodes sent without edgeTypes): alias-aware edge-F1 counts a type right when it "
+        "is the gold type, one of its aliases, or normalizes like one (SCREAMING_SNAKE_CASE, without a leading "
+        "IS_/ARE_/WAS_/WERE_ and one trailing _OF/_AT/_IN/_ON/_TO/_WITH/_FOR; `edgewise.eval.open_vocabulary`)"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else "")
+        + ". Most written type: its share of the run's edges, and the gold's share of the same type.",
+        "",
+        (
+            "| model | program | alias-aware edge-F1 [95% CI] | Δ alias-aware edge-F1 | pair-F1 | edge-F1 | "
+            "types written | most written type |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for run in report.runs:
+        if run.scores is None:
+            continue
+        low, high = run.edge_f1_alias_aware_ci95 or (None, None)
+        aware = (
+            _MISSING
+            if run.edge_f1_alias_aware is None
+            else f"{run.edge_f1_alias_aware:.3f} [{_number(low)}, {_number(high)}]"
+        )
+        delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+        lines.append(
+            f"| {run.model} | {run.program} | {aware} | {delta} | {run.scores.pair_f1:.3f} | "
+            f"{run.scores.edge_f1:.3f} | {len(run.type_shares)} | {_top_type(run)} |"
+        )
     return lines
 
 

@@ -1,7 +1,6 @@
 """`EdgewiseLLMClient`: Graphiti's edge extraction answered by an edgewise program, in one line.
 
-    graphiti = Graphiti(uri, user, password,
-                        llm_client=EdgewiseLLMClient(OpenAIClient(), program="default", model="local"))
+    graphiti = Graphiti(uri, user, password, llm_client=EdgewiseLLMClient(OpenAIClient(), model="local"))
 
 Graphiti sends every LLM call to its `LLMClient`. This client answers one of them, the edge
 extraction (`prompt_name == "extract_edges.edge"`, response model `ExtractedEdges`), from an edgewise
@@ -91,11 +90,13 @@ class _Written(NamedTuple):
 class EdgewiseLLMClient(LLMClient):
     """A Graphiti `LLMClient` whose edge extraction is an edgewise program (see the module docstring).
 
-    `program`: a program name or directory, as `edgewise extract --program` takes (default `default`).
+    `program`: a program name or directory, as `edgewise extract --program` takes (default: the shipped
+    program compiled for `model`, `qwen2.5-coder-1.5b-program` for `local`, else `default`; the
+    `program_name` attribute and an INFO line of this module's logger name it).
     `model`, `api_base`, `api_key`: the edgewise model (default `local`, started on first use and
     stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field
-    (`max_tokens`, `num_retries`, `timeout_s`, ...), checked here so that a misspelled one is a
-    `TypeError` now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
+    (`max_tokens`, `num_retries`, `timeout_s`, ...); a misspelled one is LMConfig's `TypeError`
+    now, not a setting silently dropped. `lm`: a ready DSPy LM instead (one you manage
     yourself). `edge_types`: the edge type models given to `add_episode`, whose fields the program
     fills as the edges' attributes and answers Graphiti's attribute call with.
     """
@@ -104,7 +105,7 @@ class EdgewiseLLMClient(LLMClient):
         self,
         inner: LLMClient,
         *,
-        program: str = "default",
+        program: str | None = None,
         model: str = "local",
         api_base: str | None = None,
         api_key: str | None = None,
@@ -113,26 +114,19 @@ class EdgewiseLLMClient(LLMClient):
         **lm_options: Any,
     ) -> None:
         super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
-        from edgewise.optimize.programs import resolve_program
+        from edgewise.optimize.programs import choose_program, resolve_program
         from edgewise.runtime.lm import LMConfig
 
-        unknown = sorted(set(lm_options) - set(LMConfig.model_fields))
-        if unknown:
-            raise TypeError(
-                f"EdgewiseLLMClient: unknown model option(s) {', '.join(unknown)}; "
-                f"the options are LMConfig's fields: {', '.join(LMConfig.model_fields)}"
-            )
-
+        # Built even when `lm` is given, so that a misspelled option is refused either way.
+        config = LMConfig(model=model, api_base=api_base, api_key=api_key, **lm_options)
+        choice = choose_program(program, config.model if lm is None else str(getattr(lm, "model", "")))
+        logger.info("edgewise: %s", choice.notice())
         self.inner = inner
-        self.program_name = program
-        self._closed_program = resolve_program(program)
-        self._open_program = resolve_program(program, open_types=True)
+        self.program_name = choice.name
+        self._closed_program = resolve_program(choice.name)
+        self._open_program = resolve_program(choice.name, open_types=True)
         self._lm = lm
-        self._lm_config = (
-            None
-            if lm is not None
-            else LMConfig(model=model, api_base=api_base, api_key=api_key, **lm_options)
-        )
+        self._lm_config = None if lm is not None else config
         self._stack = ExitStack()
         self._lock = threading.Lock()
         self._attributes: dict[str, list[EdgeAttribute]] = graphiti_attributes(edge_types or {})

@@ -95,7 +95,7 @@ SPAN_MAX_TIME_RATIO: Final = 0.8
 
 
 class LeverResult(NamedTuple):
-    """One lever as the search judged it (what the manifest's `levers` and the README's table list).
+    """One lever as the search judged it (what the manifest's `levers` and docs/results.md's table list).
 
     `difference` [`low`, `high`] is the paired difference of `stat` against the program so far;
     `dev_*` are the candidate's own figures on the dev episodes.

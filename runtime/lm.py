@@ -8,6 +8,7 @@ and error messages are the same everywhere. The model comes from the caller or t
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import sys
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from contextlib import contextmanager, redirect_stdout
 from typing import Any, Final, Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.runtime.errors import EdgewiseError
@@ -44,7 +45,13 @@ class LMConfigError(EdgewiseError, ValueError):
 
 
 class LMConfig(BaseModel):
-    """How to reach a model. `api_key` is never written to artifacts, logs or error messages."""
+    """How to reach a model. `api_key` is never written to artifacts, logs or error messages.
+
+    An unknown field is refused (`LMConfig(max_retries=0)` is a `TypeError` naming `num_retries`):
+    a misspelled setting would otherwise be dropped without a word and the run go on without it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = DEFAULT_MODEL
     api_base: str | None = None
@@ -61,6 +68,12 @@ class LMConfig(BaseModel):
     local_slots: int = Field(default=1, ge=1)
     """Parallel slots of the bundled local model's server: replies one request may sample (`n`)."""
 
+    def __init__(self, /, **data: Any) -> None:
+        unknown = sorted(set(data) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(unknown_fields_message(unknown))
+        super().__init__(**data)
+
     @classmethod
     def from_env(cls, **overrides: Any) -> LMConfig:
         """Fill unset fields from EDGEWISE_MODEL / EDGEWISE_API_BASE / EDGEWISE_API_KEY."""
@@ -75,6 +88,20 @@ class LMConfig(BaseModel):
     @property
     def is_local(self) -> bool:
         return is_local_model(self.model)
+
+
+def unknown_fields_message(unknown: list[str]) -> str:
+    """`LMConfig has no field max_retries (did you mean num_retries?); its fields: model, ...`.
+
+    Values are never part of the message, so a key given under a wrong name is not echoed.
+    """
+    fields = list(LMConfig.model_fields)
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, fields, n=1)
+        named.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    plural = "s" if len(unknown) > 1 else ""
+    return f"LMConfig has no field{plural} {', '.join(named)}; its fields: {', '.join(fields)}"
 
 
 class EdgewiseLM(dspy.LM):

@@ -523,7 +523,7 @@ SPECULATIVE_ARGS: Final = ("--spec-type", "ngram-simple")
 request (the episode it copies names and facts from, the keys of earlier edges) and checks the draft
 in one batch. At temperature 0 the reply is the same as without it; it pays where replies repeat
 themselves, so each model's registry entry says whether to use it (`LocalModelSpec.speculative`,
-measured with benchmarks/local_runtime.py, README "Local runtime")."""
+measured with benchmarks/local_runtime.py, docs/results.md "Local runtime")."""
 
 
 def speculative_args(binary: ServerBinary) -> tuple[str, ...]:

@@ -185,6 +185,30 @@ def test_environment_fills_unset_fields(monkeypatch):
     assert LMConfig.from_env(model="local").model == "local"
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LMConfig(max_retries=0),
+        lambda: LMConfig.from_env(model="openai/x", max_retries=0),
+        lambda: LMConfig.model_validate({"model": "openai/x", "max_retries": 0}),
+    ],
+    ids=["keyword", "from_env", "model_validate"],
+)
+def test_an_unknown_field_is_refused_naming_the_field_meant_and_every_field(make):
+    with pytest.raises(TypeError) as refused:
+        make()
+    message = str(refused.value)
+    assert "max_retries (did you mean num_retries?)" in message
+    assert all(name in message for name in LMConfig.model_fields)
+
+
+def test_an_unknown_field_never_echoes_its_value():
+    with pytest.raises(TypeError) as refused:
+        LMConfig(model="openai/x", apikey="sk-secret-value")
+    assert "apikey (did you mean api_key?)" in str(refused.value)
+    assert "sk-secret-value" not in str(refused.value)
+
+
 def test_bare_model_name_on_a_server_is_routed_as_openai_compatible():
     lm = build_lm(LMConfig(model="qwen2.5", api_base="http://127.0.0.1:9/v1"))
     assert lm.model == "openai/qwen2.5"
