@@ -378,7 +378,11 @@ def _gold_edge(
     entities: Iterable[str],
     reference_time: datetime,
     where: str,
+    *,
+    attributes: bool = True,
 ) -> dict[str, Any]:
+    """One gold edge as `LabeledEpisode` JSON; `attributes=False` for an episode whose offered types
+    declare none (the examples), so that its edges label none either."""
     edge_type = source.edge_type(raw.type)
     if edge_type is None:
         raise ConversationalSourceError(f"{where}, type: {raw.type!r} is not in edgeTypes")
@@ -399,7 +403,7 @@ def _gold_edge(
         "fact": raw.fact,
         "validAt": valid_at,
         "invalidAt": invalid_at,
-        "attributes": _gold_attributes(edge_type, raw, where),
+        "attributes": _gold_attributes(edge_type, raw, where) if attributes else {},
         "aliases": list(dict.fromkeys(aliases)),
         "validAtGranularity": valid_granularity,
         "invalidAtGranularity": invalid_granularity,
@@ -539,7 +543,13 @@ def build_example_episodes(source: ConversationalSource | None = None) -> list[d
         for number, raw in enumerate(example.edges, start=1):
             if raw.type not in example.types:
                 raise ConversationalSourceError(f"{where}, edge {number}: {raw.type} is not offered in types")
-            edges.append(_gold_edge(source, raw, example.entities, reference_time, f"{where}, edge {number}"))
+            # The examples offer their types without attributes (the README's first command makes no
+            # attribute call), so their gold edges label none.
+            edges.append(
+                _gold_edge(
+                    source, raw, example.entities, reference_time, f"{where}, edge {number}", attributes=False
+                )
+            )
         examples.append(
             {
                 "id": example.id,
