@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Reproduces this folder: the ten labeled example episodes (data/examples/episodes.jsonl), 1.5B, the
+# uncompiled program and the shipped qwen2.5-coder-1.5b-program, paired against the uncompiled one;
+# then the README's first command, whose output is first-run.jsonl (stderr: first-run.stderr).
+cd "$(dirname "$0")/../../.."
+edgewise bench --models local/qwen2.5-coder-1.5b --programs default,qwen2.5-coder-1.5b-program \
+  --baseline default --data data/examples/episodes.jsonl --seed 0 --out benchmarks/results/examples-1.5b
+edgewise extract --input data/examples/episodes.jsonl --no-progress \
+  > benchmarks/results/examples-1.5b/first-run.jsonl 2> benchmarks/results/examples-1.5b/first-run.stderr
