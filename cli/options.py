@@ -52,6 +52,16 @@ _NUMBER_FLAGS: Final = (
         "5",
     ),
     ("--timeout", above(0), "timeout_s", "seconds per LM request", "30"),
+    (
+        "--keep-history",
+        at_least(0),
+        "keep_history",
+        (
+            "for debugging: the last N model calls (prompt and reply) DSPy keeps in memory, for "
+            "dspy.inspect_history; 0 keeps none, so that a long run or a service holds no per-call state"
+        ),
+        "20",
+    ),
 )
 
 
@@ -119,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
             response_format=args.response_format,
             cache=not getattr(args, "no_cache", False),
+            keep_history=args.keep_history,
         )
     except ValidationError as error:
         fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]

@@ -21,7 +21,7 @@ from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schem
 from edgewise.modules.postprocess import cap_attributes, postprocess
 from edgewise.modules.type_signatures import STATE_KEY, PairRule, TypeSignatures
 from edgewise.modules.usage import track_step
-from edgewise.modules.vocabulary import vocabulary_signature
+from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
@@ -32,7 +32,7 @@ from edgewise.signatures.extract_edges import (
 )
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.label_pairs import LabelPairs
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.schema import ReplySchemas, reply_schemas
 from edgewise.signatures.types import (
     CompactEdge,
     Edge,
@@ -43,7 +43,7 @@ from edgewise.signatures.types import (
     StepUsage,
     format_utc,
 )
-from edgewise.signatures.verify_edges import VerifyEdges, verdicts_signature
+from edgewise.signatures.verify_edges import VerifyEdges, verdicts_schema
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
@@ -91,8 +91,8 @@ def result_prediction(result: ExtractionResult) -> dspy.Prediction:
 class EdgeExtractor(dspy.Module):
     """Extract edges between an episode's known entities, with dates, usage and warnings.
 
-    The reply type allows only the episode's entity names (the seed's rule 1) and, with
-    `closed_types`, only its RELATIONSHIP TYPES (`vocabulary_signature`): a server that takes a JSON
+    The reply schema allows only the episode's entity names (the seed's rule 1) and, with
+    `closed_types`, only its RELATIONSHIP TYPES (`vocabulary_schemas`): a server that takes a JSON
     schema decodes nothing else, and post-processing drops what a server let through. `closed_types=False`
     keeps the seed's open vocabulary, for callers whose type list names only the most important types.
     `output_shape` is the reply the model writes (see `extract_signature`); results always have the
@@ -176,15 +176,15 @@ class EdgeExtractor(dspy.Module):
             raw = self._label_pairs(episode, inputs, PairRule(episode, signatures), types, usage, warnings)
         else:
             source, target, kind = _VOCABULARY_KEYS[self.output_shape]
-            signature = vocabulary_signature(
+            vocabulary = vocabulary_schemas(
                 self.extract.signature, {source: names, target: names, kind: types}
             )
-            raw = self._extract(episode, inputs, signature, [], usage, warnings)
+            raw = self._extract(episode, inputs, vocabulary, [], usage, warnings)
             for _ in range(self.max_reflexion_rounds):
                 missing = self._missing_facts(inputs, raw, usage, warnings)
                 if not missing:
                     break
-                raw = raw + self._extract(episode, inputs, signature, missing, usage, warnings)
+                raw = raw + self._extract(episode, inputs, vocabulary, missing, usage, warnings)
         edges, cleanup_warnings = postprocess(
             raw, episode, closed_types=self.closed_types, type_signatures=signatures
         )
@@ -213,15 +213,9 @@ class EdgeExtractor(dspy.Module):
         pairs = candidate_pairs(episode, rule, types, self.options.max_pairs, warnings)
         if not pairs:
             return []
-        signature = self.label_pairs.signature
-        limited = signature.with_updated_fields(
-            "pairs", type_=schema_only(signature.output_fields["pairs"].annotation, pair_reply_schema(pairs))
-        )
-        with track_step(STEP_PAIRS, usage):
+        with track_step(STEP_PAIRS, usage), reply_schemas({("pairs",): pair_reply_schema(pairs)}):
             try:
-                reply = self.label_pairs(
-                    **inputs, candidate_pairs=[pair.text for pair in pairs], signature=limited
-                )
+                reply = self.label_pairs(**inputs, candidate_pairs=[pair.text for pair in pairs])
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_PAIRS, error))
                 return []
@@ -244,13 +238,12 @@ class EdgeExtractor(dspy.Module):
             f"{edge.fact}"
             for number, edge in enumerate(edges, 1)
         ]
-        with track_step(STEP_VERIFY, usage):
+        with track_step(STEP_VERIFY, usage), reply_schemas(verdicts_schema(len(edges))):
             try:
                 reply = self.verify(
                     previous_episodes=inputs["previous_episodes"],
                     episode_content=inputs["episode_content"],
                     candidate_facts=facts,
-                    signature=verdicts_signature(self.verify.signature, len(edges)),
                 )
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_VERIFY, error))
@@ -283,17 +276,17 @@ class EdgeExtractor(dspy.Module):
         self,
         episode: Episode,
         inputs: dict[str, Any],
-        signature: type[dspy.Signature],
+        vocabulary: ReplySchemas,
         missing_facts: list[str],
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
-        """One extraction call with the episode's `signature`; a re-extraction (with `missing_facts`)
-        adds the hints to it."""
-        hints: dict[str, Any] = {"signature": signature}
+        """One extraction call limited to the episode's `vocabulary`; a re-extraction (with
+        `missing_facts`) adds the hints to the signature."""
+        hints: dict[str, Any] = {}
         if missing_facts:
-            hints = {"signature": with_missing_facts(signature), "missing_facts": missing_facts}
-        with track_step(STEP_EXTRACT, usage):
+            hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
+        with track_step(STEP_EXTRACT, usage), reply_schemas(vocabulary):
             try:
                 edges = list(self.extract(**inputs, **hints).edges or [])
             except AdapterParseError as error:

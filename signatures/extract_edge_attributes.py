@@ -2,15 +2,20 @@
 
 The seed lets the model fill an untyped bag of attributes; here each edge type declares concrete
 attributes, and `attributes_signature` builds a signature whose output is a pydantic model of exactly
-those fields, so structured outputs can constrain the reply.
+those fields, so structured outputs can constrain the reply. The type is the prompt's and the
+parser's too, so it is a real type, made once per edge type's attributes (their content, not the
+episode that brought them) and kept in a bounded cache.
 """
 
 from __future__ import annotations
 
+import functools
+
 import dspy
 from pydantic import BaseModel, Field, create_model
 
-from edgewise.signatures.types import EdgeType
+from edgewise.signatures.schema import KEPT_SIGNATURES
+from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType
 
 _KIND_TO_TYPE: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 
@@ -50,9 +55,23 @@ def attributes_model(edge_type: EdgeType) -> type[BaseModel]:
 def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> type[dspy.Signature]:
     """`base` (the possibly tuned `ExtractEdgeAttributes`) with its output typed for `edge_type`.
 
-    Built from the predictor's current signature so that tuned instructions carry over.
+    Built from the predictor's current signature so that tuned instructions carry over; the same
+    signature and attributes give the same class.
     """
-    return base.with_updated_fields("attributes", type_=attributes_model(edge_type))
+    declared = tuple(
+        (attribute.name, attribute.kind, attribute.description) for attribute in edge_type.attributes
+    )
+    return _attributes_signature(base, edge_type.name, declared)
+
+
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
+def _attributes_signature(
+    base: type[dspy.Signature], name: str, declared: tuple[tuple[str, AttributeKind, str], ...]
+) -> type[dspy.Signature]:
+    attributes = [EdgeAttribute(name=field, kind=kind, description=text) for field, kind, text in declared]
+    return base.with_updated_fields(
+        "attributes", type_=attributes_model(EdgeType(name=name, attributes=attributes))
+    )
 
 
 def _camel(name: str) -> str:
