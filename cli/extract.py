@@ -33,7 +33,7 @@ from edgewise.runtime.jsonl import (
     refuse_same_file,
     write_record,
 )
-from edgewise.runtime.lm import lm_context, open_lm
+from edgewise.runtime.lm import bound_memory_cache, lm_context, open_lm
 
 HELP = "extract edges from JSONL episodes"
 DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per line.
@@ -192,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
+    if config.cache:
+        bound_memory_cache()
     program = resolve_program(
         args.baseline or args.program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types
     )

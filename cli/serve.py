@@ -17,7 +17,7 @@ from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
 from edgewise.optimize.programs import resolve_program
-from edgewise.runtime.lm import open_lm
+from edgewise.runtime.lm import bound_memory_cache, open_lm
 from edgewise.service.app import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     config = config_from_args(args)
+    if config.cache:
+        bound_memory_cache()
     program = resolve_program(args.program)
     with open_lm(config) as lm:
         app = create_app(

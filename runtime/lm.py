@@ -38,6 +38,8 @@ MAX_LIST_ITEMS: Final = 12
 MAX_STRING_CHARS: Final = 300
 #: The variable an API key is read from when no --api-key is given (Ray workers read it there too).
 API_KEY_ENV: Final = "EDGEWISE_API_KEY"
+#: Replies DSPy's cache keeps in memory in a process edgewise runs for long (`bound_memory_cache`).
+MEMORY_CACHE_ENTRIES: Final = 1_000
 
 
 class LMConfigError(EdgewiseError, ValueError):
@@ -319,6 +321,27 @@ def history_settings(*, keep_history: int = 0) -> dict[str, Any]:
     edgewise reads them; an optimizer that needs a trace opens its own (`dspy.context(trace=[])`).
     """
     return {"disable_history": keep_history == 0, "trace": None}
+
+
+def bound_memory_cache(entries: int = MEMORY_CACHE_ENTRIES) -> None:
+    """Keep at most `entries` replies in DSPy's in-memory cache; its disk cache still keeps every reply.
+
+    DSPy's memory tier holds a million replies by default: a service or a long batch with the cache on
+    would grow by every new reply for weeks. The cache is one per process, so only the commands that
+    own their process call this (`edgewise serve`, `edgewise extract`, a Ray actor), never a library
+    call inside someone else's program.
+    """
+    from dspy.clients import DISK_CACHE_LIMIT
+
+    cache = dspy.cache
+    if not cache.enable_memory_cache or cache.memory_cache.maxsize <= entries:
+        return
+    dspy.configure_cache(
+        enable_disk_cache=cache.enable_disk_cache,
+        disk_cache_dir=cache.disk_cache_dir,
+        disk_size_limit_bytes=DISK_CACHE_LIMIT,
+        memory_max_entries=entries,
+    )
 
 
 def redact(text: str, config: LMConfig | None) -> str:

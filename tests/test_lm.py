@@ -248,6 +248,23 @@ def test_dspy_keeps_the_history_the_lm_is_told_to_and_no_trace(keep):
         assert "Guest 2" in json.dumps(lm.history[-1]["kwargs"]["response_format"])
 
 
+def test_a_bounded_memory_cache_keeps_the_newest_replies_and_the_disk_keeps_all(tmp_path, monkeypatch):
+    from dspy.clients.cache import Cache
+
+    from edgewise.runtime.lm import bound_memory_cache
+
+    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path), 10**8, 1_000_000))
+    bound_memory_cache(5)
+    cache = dspy.cache
+    assert (cache.memory_cache.maxsize, cache.disk_cache_dir) == (5, str(tmp_path))
+    for number in range(8):
+        cache.put({"request": number}, {"reply": number})
+    assert len(cache.memory_cache) == 5
+    assert [cache.get({"request": number}) for number in (0, 7)] == [{"reply": 0}, {"reply": 7}]
+    bound_memory_cache(50)  # never widens it again
+    assert dspy.cache is cache
+
+
 def test_keep_history_is_a_model_flag_of_every_command():
     from edgewise.cli import build_parser
     from edgewise.cli.options import config_from_args
