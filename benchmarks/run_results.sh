@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's measured results, end to end, on the local models (2 CPU cores: several hours).
+# The measured results of docs/results.md, end to end, on the local models (2 CPU cores: several hours).
 #
 #   bash benchmarks/run_results.sh [OUT_DIR]      # default runs/results
 #

@@ -4,7 +4,7 @@ Exit status: 0 done; 1 nothing ran, or the command stopped on an error (a usage 
 configuration error such as a missing key, a file that cannot be read or written; one line on stderr
 says which); 130 interrupted (Ctrl-C, SIGTERM). Commands whose input lines can fail one by one add
 2: the batch ran to its end but some lines failed (`extract`: error lines in the output; `data
-validate`: problems in the file). The README's "batch contract" lists them.
+validate`: problems in the file). docs/batch-contract.md lists them.
 """
 
 from __future__ import annotations

@@ -19,11 +19,12 @@ from edgewise.cli.options import (
 from edgewise.data.loader import SPLITS
 from edgewise.data.sampling import stratified_sample
 from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
-DEFAULT_PROGRAMS: Final = "seed,default"
+DEFAULT_PROGRAMS: Final = ("seed", UNCOMPILED)
+"""Always benched when --programs is not given, before each model's own shipped program."""
 DEFAULT_SPLIT: Final = "test"
 _REMOTE_WORKERS: Final = 4
 _URL_SCHEMES: Final = ("http://", "https://")
@@ -33,8 +34,8 @@ DESCRIPTION = """Run each program with each model over labeled episodes and scor
 
 Writes to --out: results.md (the table, also printed on stdout), results.json (every number, per
 source and per relationship type, and per episode), plot.png (edge-F1 against tokens per episode,
-one point per model x program), errors.jsonl (every missed, spurious, reversed and mistyped edge
-and wrong date, per episode) and results.html (each episode's text with the gold edges and every
+one point per model x program), errors.jsonl (every missed, spurious, reversed and mistyped edge,
+wrong date and wrong attribute, per episode) and results.html (each episode's text with the gold edges and every
 program's edges, marked with those verdicts; `edgewise report` rebuilds it). DSPy's response
 cache is always off during a bench, so usage and latency are real. An episode whose LM call fails is recorded as failed and the bench goes on;
 Ctrl-C writes what is done so far (results.json with "partial": true) and exits with status 130."""
@@ -45,6 +46,7 @@ EXAMPLES = """examples:
   edgewise bench --models openai/gpt-4o-mini,anthropic/claude-3-5-haiku-latest --split test --limit 50
   edgewise bench --models qwen2.5-7b@http://127.0.0.1:8000/v1 --programs default,runs/prog --data my.jsonl
   edgewise bench --programs default --reflexion-rounds 1 --split smoke --out runs/reflexion1
+  edgewise bench --programs graphiti-structured,qwen2.5-coder-1.5b-program --baseline graphiti-structured --data runs/results/test-conversational.jsonl --open-vocabulary
 
 --limit draws a seeded sample stratified by source: each source keeps its share of the episodes
 (largest remainders get the leftover slots) and the sample keeps file order, so the same file,
@@ -62,11 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--programs",
-        default=DEFAULT_PROGRAMS,
         help="comma-separated programs: seed (the verbatim seed prompt), seed-structured, graphiti (Graphiti's "
         "edge prompt, rendered by the installed graphiti-core), graphiti-structured, default (the uncompiled "
-        f"EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
-        f"{DEFAULT_PROGRAMS}). Example: --programs graphiti-structured,baseline-v1,runs/prog",
+        "EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
+        f"{','.join(DEFAULT_PROGRAMS)}, and the shipped program compiled for each model, "
+        "qwen2.5-coder-1.5b-program for local). Example: --programs graphiti-structured,baseline-v1,runs/prog",
     )
     parser.add_argument(
         "--baseline",
@@ -103,6 +105,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_open_types_argument(parser)
     parser.add_argument(
+        "--open-vocabulary",
+        action="store_true",
+        help="send every episode without its edgeTypes, as a memory system without a schema does, and add "
+        "the alias-aware edge-F1 (a type that is the gold's, an alias, or normalizes alike counts right) and "
+        "each run's most written type to the report; gold edges are scored as labeled. "
+        "Example: --open-vocabulary",
+    )
+    parser.add_argument(
         "--reflexion-rounds",
         type=int,
         help="rounds of missed-fact review for every program (default: each program's own; 0 for default "
@@ -116,6 +126,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress_argument(parser, bars="bars")  # one bar per model x program
     add_lm_arguments(parser, cache_flag=False)  # a bench always runs with DSPy's cache off
     parser.set_defaults(func=run)
+
+
+def default_programs(models: Sequence[LMConfig]) -> list[str]:
+    """What a bench without --programs runs: seed, default, then each model's shipped program (once)."""
+    names = list(DEFAULT_PROGRAMS)
+    for config in models:
+        name = choose_program(None, config.model).name
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def split_list(value: str, flag: str) -> list[str]:
@@ -177,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--reflexion-rounds must be >= 0")
     base = config_from_args(args)
     models = parse_models(args.models or base.model, base)
-    names = split_list(args.programs, "--programs")
+    names = split_list(args.programs, "--programs") if args.programs is not None else default_programs(models)
     if args.baseline is not None and args.baseline not in names:
         raise ValueError(f"--baseline {args.baseline!r} must be one of --programs ({', '.join(names)})")
     programs = {
@@ -201,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             open_types=args.open_types,
             progress=not args.no_progress,
             baseline=args.baseline,
+            open_vocabulary=args.open_vocabulary,
         )
     except BenchInterrupted as interrupted:
         _print_report(interrupted.report, out_dir)

@@ -14,7 +14,9 @@ DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see da
 
   stats     counts per split and source (episodes, edges, types, entities, dates) and a 95% interval hint
   validate  check files (or every *.jsonl in a folder) line by line; every problem is printed with
-            its file, line and field, and the check goes on to the end (exit 2 when any is found)
+            its file, line and field, and the check goes on to the end (exit 2 when any is found);
+            a signature type that no entity of a file has (a misspelling?) is named on stderr, once
+            per file, without changing the exit status
   build     rebuild train/dev/test/smoke from the raw public data
   export    write the splits (or your files) as a Hugging Face dataset with declared column types,
             or as one Parquet file per split"""
@@ -147,6 +149,8 @@ def run_validate(args: argparse.Namespace) -> int:
         checked = check_file(path)
         for error in checked.errors:
             print(error)
+        for line in checked.types.report(str(path)):  # a hint, not a problem: the status stays
+            print(line, file=sys.stderr)
         if checked.errors:
             print(f"{path}: {len(checked.errors)} problem(s)", file=sys.stderr)
         else:

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import IO, Any
@@ -23,10 +24,11 @@ from edgewise.cli.options import (
     add_program_argument,
     config_from_args,
 )
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import choose_program, resolve_program
 from edgewise.runtime.episode_runner import extract_records
 from edgewise.runtime.jsonl import (
     BatchSummary,
+    InputLine,
     ResumePoint,
     claim_output,
     read_episode_lines,
@@ -34,6 +36,7 @@ from edgewise.runtime.jsonl import (
     write_record,
 )
 from edgewise.runtime.lm import bound_memory_cache, lm_context, open_lm
+from edgewise.signatures.file_types import FileEntityTypes
 
 HELP = "extract edges from JSONL episodes"
 DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per line.
@@ -48,10 +51,16 @@ these lines. --output is never the input, is locked against a second run, and is
 the model is ready. Exit status: 0 every line is a result, 2 some lines are errors, 1 nothing ran
 (usage, configuration or file error; the message is on stderr), 130 interrupted.
 
+Without --program the shipped program compiled for --model runs (qwen2.5-coder-1.5b-program on
+the local 1.5B), and the uncompiled one (default) on any other model; a line on stderr names the
+program before the first result.
+
 Failed model requests (429, 5xx, timeouts, dropped connections, 2xx replies that are not JSON) are
 retried with exponential backoff and jitter (--max-retries, Retry-After honoured); an episode past
 --episode-timeout fails with reason "deadline". The last stderr line sums up: done, failed by
-reason, retried model requests by reason.
+reason, retried model requests by reason. Before it, one line per signature type (sourceTypes,
+targetTypes) that no entity of the whole input has: a misspelling, most likely (a type that only
+some episodes lack is a shared schema, and fine). It does not change the exit status.
 
 --engine ray runs the episodes on Ray Data actors (the ray extra), on this machine or a cluster
 (--address), with the same contract: --input is a JSONL or Parquet file or a folder of them (a
@@ -194,9 +203,8 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
     if config.cache:
         bound_memory_cache()
-    program = resolve_program(
-        args.baseline or args.program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types
-    )
+    choice = choose_program(args.baseline or args.program, config.model)
+    program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
     started = time.monotonic()
     summary = BatchSummary()
     with ExitStack() as stack:
@@ -208,11 +216,13 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         # The model is ready: from here on the run has started and the output may change.
         resumed = claimed.begin(resume=args.resume) if claimed else ResumePoint(0, Counter())
         summary.resumed_after, summary.resumed_failed = resumed.lines, resumed.failed
+        print(f"edgewise extract: {choice.notice()}", file=sys.stderr)
         stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
         progress = stack.enter_context(
             tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=resumed.lines)
         )
-        items = read_episode_lines(stream_in, source, skip=resumed.lines)
+        types = FileEntityTypes()
+        items = _noting_types(read_episode_lines(stream_in, source, skip=resumed.lines), types)
         lines = extract_records(
             program, items, config=config, timeout_s=args.episode_timeout, workers=args.workers
         )
@@ -221,7 +231,20 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
             summary.count(done.record, done.requests, done.retries)
             progress.update(1)
     summary.wall_s = time.monotonic() - started
+    for line in types.report(source):
+        print(f"edgewise extract: {line}", file=sys.stderr)
     print(f"edgewise extract: {summary.text()}", file=sys.stderr)
     if args.summary_json is not None:
         args.summary_json.write_text(json.dumps(summary.to_json_dict(), indent=2) + "\n")
     return EXIT_OK if summary.all_done else EXIT_SOME_FAILED
+
+
+def _noting_types(items: Iterable[InputLine], types: FileEntityTypes) -> Iterator[InputLine]:
+    """`items` unchanged, each episode's entity and signature types noted in `types` on the way.
+
+    A resumed run notes the lines it reads, not the ones an earlier run already answered.
+    """
+    for item in items:
+        if item.episode is not None:
+            types.add(item.episode, item.line)
+        yield item

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.cli.options import config_from_args
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import choose_program, resolve_program
 from edgewise.runtime.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, LMConfigError, build_lm
 
@@ -135,7 +135,8 @@ def run_ray(args: argparse.Namespace) -> int:
     stage_config = config.model_copy(update={"api_key": None, "api_base": bases[0] if bases else None})
     actors = args.actors or DEFAULT_ACTORS
     ray_stage.check_settings(stage_config, concurrency=actors, workers=args.workers, api_bases=bases)
-    program = args.baseline or args.program
+    choice = choose_program(args.baseline or args.program, config.model)
+    program = choice.name
     resolve_program(program, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
     # A chunk of input is one batch of one actor: the unit Ray hands out, retries and returns.
     index = index_input(args.input, lines_per_chunk=ray_stage.batch_rows(args.workers))
@@ -153,6 +154,7 @@ def run_ray(args: argparse.Namespace) -> int:
         stack.callback(results.close)
         kept = results.begin(resume=args.resume)
         summary.resumed_after, summary.resumed_failed = kept.lines, kept.failed
+        print(f"edgewise extract: {choice.notice()}", file=sys.stderr)
         progress = stack.enter_context(
             tqdm(
                 desc="episodes",

@@ -114,8 +114,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--levers",
         type=lambda text: tuple(part.strip() for part in text.split(",") if part.strip()),
         default=DEFAULTS.levers,
-        help=f"program: the levers to try, in this order (default all: {','.join(LEVERS)}). "
-        "Example: --levers input_order,type_signatures,precision",
+        help=f"program: the levers to try, in this order (default all: {','.join(LEVERS)}); "
+        "lever=value tries only that alternative of a lever with several. "
+        "Example: --levers formulation=entities,type_signatures,retype,gleaning",
     )
     parser.add_argument(
         "--minibatch-size",
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             out=args.out,
             settings=settings,
             progress=sys.stderr,
+            max_samples=config.local_slots if config.is_local else None,
         )
     print(report.summary())
     return 0

@@ -62,6 +62,16 @@ _NUMBER_FLAGS: Final = (
         ),
         "20",
     ),
+    (
+        "--local-slots",
+        at_least(1),
+        "local_slots",
+        (
+            "parallel slots of the bundled local model's server (--model local): a program that samples "
+            "k replies per request needs k"
+        ),
+        "3",
+    ),
 )
 
 
@@ -129,7 +139,8 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
             response_format=args.response_format,
             cache=not getattr(args, "no_cache", False),
-            keep_history=args.keep_history,
+            keep_history=getattr(args, "keep_history", 0),
+            local_slots=getattr(args, "local_slots", 1),
         )
     except ValidationError as error:
         fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]
@@ -151,15 +162,19 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
 
 
 _PROGRAM_HELP: Final = (
-    "compiled program directory or shipped name, or default / seed / seed-structured / graphiti / "
-    "graphiti-structured (default: default). "
+    "compiled program directory or shipped name, or default (the uncompiled program) / seed / "
+    "seed-structured / graphiti / graphiti-structured (default: the shipped program compiled for --model, "
+    "qwen2.5-coder-1.5b-program for local; default for any other model). "
     "Example: --program runs/prog"
 )
 
 
 def add_program_argument(parser: argparse.ArgumentParser) -> None:
-    """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`."""
-    parser.add_argument("--program", default="default", help=_PROGRAM_HELP)
+    """`--program`, the one program a command runs (extract, serve); bench takes a list, `--programs`.
+
+    Left out, it is None: the command chooses the program compiled for its model (`choose_program`).
+    """
+    parser.add_argument("--program", default=None, help=_PROGRAM_HELP)
 
 
 def add_no_progress_argument(parser: argparse.ArgumentParser, *, bars: str = "bar") -> None:

@@ -16,7 +16,7 @@ from typing import Any, Final
 from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
-from edgewise.optimize.programs import resolve_program
+from edgewise.optimize.programs import choose_program, resolve_program
 from edgewise.runtime.lm import bound_memory_cache, open_lm
 from edgewise.service.app import (
     DEFAULT_MAX_BATCH,
@@ -45,7 +45,9 @@ DESCRIPTION = f"""Serve a program over HTTP (FastAPI + uvicorn).
 POST /v1/extract takes the seed's context object (episodeContent, previousEpisodes, nodes or
 entities, referenceTime, edgeTypes, customPrompt) and returns {{"edges": [...]}} in the seed's
 shape plus "warnings" and "usage". POST /v1/extract/batch takes {{"episodes": [...]}} and answers
-each item on its own. GET /healthz says the service is up; the OpenAPI docs are at /docs.
+each item on its own. GET /healthz says the service is up and which program and model it runs; the
+OpenAPI docs are at /docs. Without --program the shipped program compiled for --model runs
+(qwen2.5-coder-1.5b-program on the local 1.5B; default elsewhere), named on stderr at start.
 Set {TOKEN_ENV} to require "Authorization: Bearer <token>" on the /v1/ routes."""
 
 EXAMPLES = f"""examples:
@@ -113,11 +115,14 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if config.cache:
         bound_memory_cache()
-    program = resolve_program(args.program)
+    choice = choose_program(args.program, config.model)
+    program = resolve_program(choice.name)
     with open_lm(config) as lm:
+        print(f"edgewise serve: {choice.notice()}", file=sys.stderr)
         app = create_app(
             program,
             lm,
+            program_name=choice.name,
             api_token=token,
             max_body_bytes=args.max_body_bytes,
             max_entities=args.max_entities,

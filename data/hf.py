@@ -5,7 +5,8 @@ line is an error naming its field); a `DatasetDict` is what the rest of the ecos
 `save_to_disk`, Parquet, the Hub, Arrow-native filtering and joins. `splits_dataset` builds one from
 the validated episodes with explicit `Features`, so no type is inferred from the data: the
 reference time and dates stay ISO 8601 strings with their "Z" (Arrow inference would drop it), and
-edge attributes, whose value kinds differ between edge types, are one JSON string per edge.
+edge attributes, whose value kinds differ between edge types, are one JSON string per edge (its labeled
+nulls included: a null there is an answer, "the text does not say", not a missing value).
 `edgewise data export` writes it.
 """
 
@@ -89,10 +90,9 @@ def splits_dataset(splits: Sequence[str] = SPLITS) -> Any:
 
 def from_row(data: dict[str, Any]) -> LabeledEpisode:
     """A dataset row back to the `LabeledEpisode` it was made from (the inverse of `row`)."""
-    data = {**data, "edges": [dict(edge) for edge in data.get("edges") or []]}
-    for edge in data["edges"]:
+    clean = _drop_nulls({**data, "edges": [dict(edge) for edge in data.get("edges") or []]})
+    for edge in clean["edges"]:  # after the nulls are dropped: a labeled null attribute is kept
         edge["attributes"] = json.loads(edge.get("attributes") or "{}")
-    clean = _drop_nulls(data)
     return LabeledEpisode.model_validate(clean)
 
 

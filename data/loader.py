@@ -16,8 +16,9 @@ from typing import Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.file_types import FileEntityTypes
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
@@ -60,7 +61,8 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
     """Rules the types alone cannot state, as (field path, reason) pairs; empty when all hold.
 
     Gold edges must join two distinct entities of the same line, types are SCREAMING_SNAKE_CASE,
-    an edge does not end before it starts, and a date's granularity is only given with the date.
+    an edge does not end before it starts, a date's granularity is only given with the date, and an
+    attribute is one the edge's type declares, with a value of its kind.
     """
     problems: list[tuple[str, str]] = []
     names = [entity.name for entity in episode.entities]
@@ -93,10 +95,33 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
             problems.append((f"{at}.validAtGranularity", "granularity given but validAt is null"))
         if edge.invalid_at_granularity and edge.invalid_at is None:
             problems.append((f"{at}.invalidAtGranularity", "granularity given but invalidAt is null"))
+        problems.extend(_attribute_problems(episode, edge, at))
     return problems
 
 
-def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisode], list[DatasetError]]:
+def _attribute_problems(episode: LabeledEpisode, edge: GoldEdge, at: str) -> list[tuple[str, str]]:
+    """A gold edge's attributes are ones its type declares in `edgeTypes`, each null or of its kind."""
+    if not edge.attributes:
+        return []
+    edge_type = episode.edge_type(edge.relationship_type)
+    declared = {attribute.name: attribute for attribute in edge_type.attributes} if edge_type else {}
+    problems: list[tuple[str, str]] = []
+    for name, value in edge.attributes.items():
+        attribute = declared.get(name)
+        if attribute is None:
+            known = ", ".join(declared) or "none"
+            reason = f"{edge.relationship_type} declares no attribute {json.dumps(name)} in edgeTypes"
+            problems.append((f"{at}.attributes.{name}", f"{reason} (it declares: {known})"))
+        elif not attribute.accepts(value):
+            problems.append(
+                (f"{at}.attributes.{name}", f"{json.dumps(value)} is not of kind {attribute.kind} (or null)")
+            )
+    return problems
+
+
+def _parse_lines(
+    path: Path, *, stop_at_first: bool, types: FileEntityTypes | None = None
+) -> tuple[list[LabeledEpisode], list[DatasetError]]:
     episodes: list[LabeledEpisode] = []
     errors: list[DatasetError] = []
     first_line: dict[str, int] = {}
@@ -146,20 +171,26 @@ def _parse_lines(path: Path, *, stop_at_first: bool) -> tuple[list[LabeledEpisod
                 )
             first_line.setdefault(episode.id, number)
             episodes.append(episode)
+            if types is not None:
+                types.add(episode, number)
     return episodes, errors
 
 
 class Validation(NamedTuple):
-    """What checking a labeled-episode file found: how many lines parsed as episodes, and every problem."""
+    """What checking a labeled-episode file found: how many lines parsed as episodes, every problem, and
+    the entity types of the file (whose `report` names the signature types no entity has: not a problem
+    of any one line, see `edgewise.signatures.file_types`)."""
 
     episodes: int
     errors: list[DatasetError]
+    types: FileEntityTypes
 
 
 def check_file(path: str | Path) -> Validation:
     """Check every line of a labeled-episode file; a bad line (even invalid UTF-8) never stops the check."""
-    episodes, errors = _parse_lines(Path(path), stop_at_first=False)
-    return Validation(len(episodes), errors)
+    types = FileEntityTypes()
+    episodes, errors = _parse_lines(Path(path), stop_at_first=False, types=types)
+    return Validation(len(episodes), errors, types)
 
 
 def validate_file(path: str | Path) -> list[DatasetError]:

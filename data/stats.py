@@ -31,6 +31,10 @@ class SetStats(NamedTuple):
     edges_invalid_at: int
     granularity: dict[str, int]
     exhaustive_episodes: int
+    attribute_values: int
+    """Labeled attribute values on the gold edges that are not null."""
+    attribute_nulls: int
+    """Labeled attributes whose right answer is null: the text does not say."""
 
 
 def set_stats(split: str, source: str, episodes: list[LabeledEpisode]) -> SetStats:
@@ -52,6 +56,8 @@ def set_stats(split: str, source: str, episodes: list[LabeledEpisode]) -> SetSta
         edges_invalid_at=sum(1 for edge in edges if edge.invalid_at is not None),
         granularity={name: granularity[name] for name in _GRANULARITIES},
         exhaustive_episodes=sum(1 for e in episodes if e.exhaustive),
+        attribute_values=sum(value is not None for edge in edges for value in edge.attributes.values()),
+        attribute_nulls=sum(value is None for edge in edges for value in edge.attributes.values()),
     )
 
 
@@ -73,16 +79,17 @@ def format_table(rows: list[SetStats]) -> str:
     """A Markdown table of `rows`."""
     header = (
         "| split | source | episodes | gold edges | edge types | entities/ep | words/ep | validAt | invalidAt "
-        "| date granularity y/m/d | exhaustive |"
+        "| date granularity y/m/d | exhaustive | attributes: values / null |"
     )
-    lines = [header, "|" + "---|" * 11]
+    lines = [header, "|" + "---|" * 12]
     for row in rows:
         gran = row.granularity
         lines.append(
             f"| {row.split} | {row.source} | {row.episodes} | {row.edges} | {row.edge_types} "
             f"| {row.entities_per_episode:.1f} | {row.words_per_episode:.0f} "
             f"| {_share(row.edges_valid_at, row.edges)} | {_share(row.edges_invalid_at, row.edges)} "
-            f"| {gran['year']}/{gran['month']}/{gran['day']} | {row.exhaustive_episodes}/{row.episodes} |"
+            f"| {gran['year']}/{gran['month']}/{gran['day']} | {row.exhaustive_episodes}/{row.episodes} "
+            f"| {row.attribute_values} / {row.attribute_nulls} |"
         )
     return "\n".join(lines)
 

@@ -26,21 +26,22 @@ from contextlib import AbstractContextManager, ExitStack, closing, contextmanage
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
+from edgewise.eval.open_vocabulary import TypeShare, alias_aware_score, type_shares, without_vocabulary
 from edgewise.eval.paired import PairedDifference, paired_on_shared
-from edgewise.eval.records import Count, EpisodeScore, SplitScore
+from edgewise.eval.records import Count, Counts, EpisodeScore, SplitScore, without_unjudged_attributes
 from edgewise.eval.report import markdown_table, write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
-from edgewise.signatures.types import Episode, LabeledEpisode, StepUsage
+from edgewise.signatures.types import Edge, Episode, GoldEdge, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 EpisodeStatus = Literal["ok", "failed"]
@@ -82,6 +83,17 @@ class EpisodeRun(BaseModel):
     fp: int
     fn: int
     f1: float
+    attribute_right: Count
+    attribute_total: Count
+    attribute_values: Count
+    attribute_supported: Count
+
+    alias_aware: Counts | None = None
+    """With `--open-vocabulary`: the counts of the alias-aware edge-F1 (`edgewise.eval.open_vocabulary`)."""
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return without_unjudged_attributes(handler(self))
 
 
 class PairedResult(BaseModel):
@@ -102,11 +114,21 @@ class PairedResult(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A run against the bench's `--baseline` program on the same model: overall and per source."""
+    """A run against the bench's `--baseline` program on the same model: overall and per source.
+
+    `attribute_accuracy` is the paired difference of attribute accuracy on matched edges, where both
+    runs judged some attribute (None otherwise).
+    """
 
     baseline: str
     overall: PairedResult
     per_source: dict[str, PairedResult] = Field(default_factory=dict)
+    attribute_accuracy: PairedResult | None = None
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if data.get("attribute_accuracy") is not None else without_unjudged_attributes(data)
 
 
 class RunSummary(BaseModel):
@@ -130,6 +152,13 @@ class RunSummary(BaseModel):
     edge_f1_macro_sources: float | None = None
     """Mean of the sources' micro edge-F1: each source counts once, however many edges it has."""
     comparison: Comparison | None = None
+    edge_f1_alias_aware: float | None = None
+    """With `--open-vocabulary`: micro edge-F1 where a type that normalizes like the gold's counts right."""
+    edge_f1_alias_aware_ci95: tuple[float, float] | None = None
+    alias_aware_comparison: PairedResult | None = None
+    """The alias-aware edge-F1 minus the baseline program's, paired on the same episodes."""
+    type_shares: list[TypeShare] = Field(default_factory=list)
+    """Every relationship type the run wrote, most written first, with the gold's share of it."""
     failed_episodes: int = 0
     failure_reasons: dict[str, int] = Field(default_factory=dict)
     failed_per_source: dict[str, int] = Field(default_factory=dict)
@@ -180,6 +209,8 @@ class BenchReport(BaseModel):
     workers: int
     reflexion_rounds: int | None = None
     open_types: bool = False
+    open_vocabulary: bool = False
+    """The episodes were sent without their `edgeTypes` (scored against their gold as labeled)."""
     baseline: str | None = None
     bootstrap_resamples: int = DEFAULT_RESAMPLES
     models: list[str]
@@ -285,14 +316,26 @@ class _RunState:
 
     summary: RunSummary
     config: LMConfig
+    open_vocabulary: bool = False
     scores: list[EpisodeScore] = field(default_factory=list)
+    alias_aware_scores: list[EpisodeScore] = field(default_factory=list)
+    predicted_edges: list[Edge] = field(default_factory=list)
+    gold_edges: list[GoldEdge] = field(default_factory=list)
     usage: dict[str, StepUsage] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
 
 
 def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeLog) -> None:
     result = outcome.result
-    score = score_episode(job.labeled, result.edges if result is not None else [])
+    edges = result.edges if result is not None else []
+    score = score_episode(job.labeled, edges)
+    state.predicted_edges.extend(edges)
+    state.gold_edges.extend(job.labeled.edges)
+    alias_aware = None
+    if state.open_vocabulary:
+        aware = alias_aware_score(job.labeled, edges)
+        state.alias_aware_scores.append(aware)
+        alias_aware = Counts(tp=aware.tp, fp=aware.fp, fn=aware.fn)
     message = None
     if outcome.error is not None:
         reason = outcome.reason or "internal_error"
@@ -321,6 +364,11 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         fp=score.fp,
         fn=score.fn,
         f1=score.f1,
+        attribute_right=score.attribute_right,
+        attribute_total=score.attribute_total,
+        attribute_values=score.attribute_values,
+        attribute_supported=score.attribute_supported,
+        alias_aware=alias_aware,
     )
     if result is not None:
         for step, spent in result.usage.items():
@@ -345,6 +393,12 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     completed = [score for score, run in zip(state.scores, runs, strict=True) if run.status == "ok"]
     summary.scores_completed = aggregate(completed) if completed else None
     summary.edge_f1_ci95 = bootstrap_ci(state.scores, n_resamples=DEFAULT_RESAMPLES, seed=seed)
+    summary.type_shares = type_shares(state.predicted_edges, state.gold_edges)
+    if state.alias_aware_scores:
+        summary.edge_f1_alias_aware = aggregate(state.alias_aware_scores).edge_f1
+        summary.edge_f1_alias_aware_ci95 = bootstrap_ci(
+            state.alias_aware_scores, n_resamples=DEFAULT_RESAMPLES, seed=seed
+        )
     per_source = summary.scores.per_source.values()
     summary.edge_f1_macro_sources = (
         sum(s.edge_f1 for s in per_source) / len(per_source) if per_source else None
@@ -407,6 +461,7 @@ def run_bench(
     progress: bool = True,
     lm_factory: LMFactory | None = None,
     baseline: str | None = None,
+    open_vocabulary: bool = False,
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
 
@@ -421,7 +476,9 @@ def run_bench(
     the LM (default: `open_lm`, which starts the local server for `local` models); DSPy's cache is
     off for every LM either way. `seed` fixes the bootstrap resamples. `baseline` names one of
     `programs`: every other program's run gets its paired edge-F1 difference from it (overall and
-    per source, `compare_to_baseline`). Raises `BenchInterrupted`
+    per source, `compare_to_baseline`). `open_vocabulary` sends every episode without its `edgeTypes`
+    (scored against its gold as labeled) and adds the alias-aware edge-F1 of
+    `edgewise.eval.open_vocabulary` to every run. Raises `BenchInterrupted`
     (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing what was done.
     """
     if workers < 1:
@@ -452,12 +509,14 @@ def run_bench(
         workers=workers,
         reflexion_rounds=reflexion_rounds,
         open_types=open_types,
+        open_vocabulary=open_vocabulary,
         baseline=baseline,
         models=[table_model_label(config) for config in models],
         programs=list(programs),
         data=summarize_data(episodes),
     )
-    jobs = [_Job(labeled, labeled.episode()) for labeled in episodes]
+    sent = without_vocabulary if open_vocabulary else (lambda episode: episode)
+    jobs = [_Job(labeled, sent(labeled.episode())) for labeled in episodes]
     with EpisodeLog(out_path, episodes) as log:
         try:
             _run_models(report, models, resolved, jobs, lm_factory, log, workers=workers, progress=progress)
@@ -529,6 +588,7 @@ def _run_models(
                             episodes_planned=len(jobs),
                         ),
                         config,
+                        open_vocabulary=report.open_vocabulary,
                     )
                     _run_program(state, program, jobs, workers=workers, progress=progress, log=log)
                     report.runs.append(_finish(state, seed=report.seed, complete=True))
@@ -594,8 +654,51 @@ def compare_to_baseline(report: BenchReport) -> None:
             if paired is not None:
                 per_source[source] = PairedResult.of(paired)
         run.comparison = Comparison(
-            baseline=report.baseline, overall=PairedResult.of(overall), per_source=per_source
+            baseline=report.baseline,
+            overall=PairedResult.of(overall),
+            per_source=per_source,
+            attribute_accuracy=_paired_attributes(base.episodes, run.episodes, options),
         )
+        run.alias_aware_comparison = _alias_aware_paired(base, run, options)
+
+
+class _AliasAwareCounts(NamedTuple):
+    """An episode's alias-aware counts under its id, as `paired_on_shared` reads a score."""
+
+    id: str
+    tp: int
+    fp: int
+    fn: int
+
+
+def _alias_aware_paired(base: RunSummary, run: RunSummary, options: dict[str, int]) -> PairedResult | None:
+    """The paired alias-aware edge-F1 difference, where both runs have those counts (open vocabulary)."""
+
+    def counts(summary: RunSummary) -> list[_AliasAwareCounts]:
+        return [
+            _AliasAwareCounts(
+                episode.id, episode.alias_aware.tp, episode.alias_aware.fp, episode.alias_aware.fn
+            )
+            for episode in summary.episodes
+            if episode.alias_aware is not None
+        ]
+
+    mine, theirs = counts(run), counts(base)
+    paired = paired_on_shared(theirs, mine, **options) if mine and theirs else None
+    return PairedResult.of(paired) if paired is not None else None
+
+
+def _paired_attributes(
+    baseline: Sequence[EpisodeRun], candidate: Sequence[EpisodeRun], options: dict[str, int]
+) -> PairedResult | None:
+    """The paired attribute-accuracy difference, or None where either run judged no attribute."""
+    if not any(e.attribute_total for e in baseline) or not any(e.attribute_total for e in candidate):
+        return None
+    try:
+        paired = paired_on_shared(baseline, candidate, stat="attribute_accuracy", **options)
+    except ValueError:  # no shared episode judged an attribute in both runs
+        return None
+    return None if paired is None else PairedResult.of(paired)
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:

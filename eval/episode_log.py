@@ -45,14 +45,17 @@ _ENCODING_ERRORS: Final = "backslashreplace"
 class JudgedEdge(Edge):
     """A predicted edge with its verdict; `gold` is the index of the gold edge a verdict refers to.
 
-    `gold` is set for `reversed`, `mistyped` and `wrongDate` (the gold edge the prediction was judged
-    against); `wrongDates` names the wrong fields; `duplicate` marks a spurious repeat of a matched edge.
+    `gold` is set for `reversed`, `mistyped`, `wrongDate` and a matched edge with a wrong attribute (the
+    gold edge the prediction was judged against); `wrongDates` names the wrong date fields and
+    `wrongAttributes` the attributes whose value is not the gold's; `duplicate` marks a spurious repeat
+    of a matched edge. A wrong attribute leaves the verdict as it is: the edge still counts for edge-F1.
     """
 
     verdict: PredictedVerdict
     gold: int | None = None
     duplicate: bool = False
     wrong_dates: list[DateField] = Field(default_factory=list)
+    wrong_attributes: list[str] = Field(default_factory=list)
 
 
 class EpisodePrediction(BaseModel):
@@ -141,6 +144,11 @@ def judge_edges(
         p, g = p_at.index(item.predicted, unmatched), g_at.index(item.gold, unfound)
         verdicts[p], gold_verdicts[g], refs[p] = "wrongDate", "wrongDate", g
         wrong.setdefault(p, []).append(item.field)
+    wrong_attributes: dict[int, list[str]] = {}
+    for attribute in score.wrong_attributes:
+        p = p_at.index(attribute.predicted, unmatched)
+        refs[p] = g_at.index(attribute.gold, unfound)
+        wrong_attributes.setdefault(p, []).append(attribute.name)
     judged = [
         JudgedEdge(
             **edge.model_dump(),
@@ -148,6 +156,7 @@ def judge_edges(
             gold=refs.get(p),
             duplicate=p in duplicates,
             wrong_dates=wrong.get(p, []),
+            wrong_attributes=wrong_attributes.get(p, []),
         )
         for p, edge in enumerate(predicted)
     ]

@@ -1,17 +1,21 @@
 """Plain-words feedback on an episode's score, and the DSPy metric the optimizers call.
 
 `feedback_text` turns an `EpisodeScore`'s records into one line per mistake for a reflecting
-optimizer (GEPA); `edge_metric` is the `dspy` metric: the episode's edge-F1 with that feedback.
+optimizer (GEPA); `edge_metric` is the `dspy` metric: the episode's edge-F1 with that feedback, and
+`edge_and_attribute_metric` the same with attribute accuracy in the score, for a search that tunes the
+attribute step.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any, Final
 
 import dspy
 
 from edgewise.eval.dates import UNSTATED_GRANULARITY, format_date
-from edgewise.eval.records import EpisodeScore, WrongDate
+from edgewise.eval.records import EpisodeScore, WrongAttribute, WrongDate
 from edgewise.eval.scoring import score_episode
 from edgewise.signatures.types import Edge, GoldEdge, LabeledEpisode, format_utc
 
@@ -44,6 +48,14 @@ def _wrong_date_line(w: WrongDate) -> str:
         expected = f"{format_date(gold_value, w.granularity)} (known to the {_LEVEL_WORD[level]})"
     got = "null" if pred_value is None else format_utc(pred_value)
     return f"Wrong {w.field}: {format_edge(w.predicted)} should have {expected}; you wrote {got}."
+
+
+def _wrong_attribute_line(w: WrongAttribute) -> str:
+    gold_value = w.gold.attributes.get(w.name)
+    expected = "null (the text does not say)" if gold_value is None else json.dumps(gold_value)
+    written = w.predicted.attributes.get(w.name)
+    got = "null" if written is None else json.dumps(written, ensure_ascii=False)
+    return f"Wrong attribute: {format_edge(w.predicted)} should have {w.name} {expected}; you wrote {got}."
 
 
 _LEVEL_WORD: Final[dict[str, str]] = {"year": "year", "month": "month", "day": "day", "instant": "second"}
@@ -84,13 +96,16 @@ def feedback_text(score: EpisodeScore) -> str:
         ]
     )
     lines += _limited([_wrong_date_line(w) for w in score.wrong_dates])
+    lines += _limited([_wrong_attribute_line(w) for w in score.wrong_attributes])
     if score.ignored:
         lines.append(
             f"Not judged: {len(score.ignored)} edge(s) outside what this example labels "
             "(it lists only some facts)."
         )
-    if score.tp == score.n_gold and score.fp == 0 and not score.wrong_dates and score.n_gold:
-        lines.append(f"All {score.n_gold} gold edges found with correct dates.")
+    found_all = score.tp == score.n_gold and score.fp == 0 and score.n_gold
+    if found_all and not score.wrong_dates and not score.wrong_attributes:
+        attributes = " and attributes" if score.attribute_total else ""
+        lines.append(f"All {score.n_gold} gold edges found with correct dates{attributes}.")
     return "\n".join(lines)
 
 
@@ -123,6 +138,33 @@ def edge_metric(
     Prediction is always truthy, so `BootstrapFewShot` needs `metric_threshold` (e.g. 1.0) to reject
     imperfect traces.
     """
+    return _scored(example, prediction, lambda score: score.f1)
+
+
+def edge_and_attribute_metric(
+    example: Any,
+    prediction: Any,
+    trace: Any = None,
+    pred_name: str | None = None,
+    pred_trace: Any = None,
+) -> dspy.Prediction:
+    """`edge_metric` whose score also counts attributes: what an instruction search tuning `attributes` uses.
+
+    On an episode where the matched edges label attributes, the score is the mean of edge-F1 and
+    attribute accuracy; elsewhere it is edge-F1, as `edge_metric`'s. Without the attribute half, no
+    change to the attribute step's instructions could move the score a search keeps candidates by.
+    """
+    return _scored(example, prediction, _edge_and_attribute_score)
+
+
+def _edge_and_attribute_score(score: EpisodeScore) -> float:
+    if not score.attribute_total:
+        return score.f1
+    return (score.f1 + score.attribute_right / score.attribute_total) / 2
+
+
+def _scored(example: Any, prediction: Any, value: Callable[[EpisodeScore], float]) -> dspy.Prediction:
+    """The metrics' one body: the example's episode scored, `value` of its score, and the feedback."""
     labeled = example.get("labeled") if hasattr(example, "get") else getattr(example, "labeled", None)
     if labeled is None:
         raise ValueError("edge_metric: the example has no field 'labeled' holding the LabeledEpisode")
@@ -144,4 +186,4 @@ def edge_metric(
             score=0.0, feedback=f"The program failed: its edges do not have the Edge shape ({err})."
         )
     score = score_episode(labeled, edges)
-    return dspy.Prediction(score=score.f1, feedback=feedback_text(score))
+    return dspy.Prediction(score=value(score), feedback=feedback_text(score))

@@ -53,8 +53,10 @@ VERDICT_LABELS: Final[dict[str, str]] = {
     "mistyped": "mistyped",
     "ignored": "not judged",
     "failed": "failed episode",
+    "wrongAttribute": "wrong attribute",
 }
-"""The verdicts the page marks and filters by, as `errors.jsonl` names them, with their display words."""
+"""The verdicts the page marks and filters by, as `errors.jsonl` names them, with their display words.
+`wrongAttribute` marks a matched edge with an attribute that is not the gold's, beside its verdict."""
 
 
 class Run(NamedTuple):
@@ -154,11 +156,21 @@ def _name(name: str, colors: Mapping[str, int]) -> str:
     return f'<span class="{kind}">{_e(name)}</span>'
 
 
-def _edge_body(edge: Edge, colors: Mapping[str, int], wrong: Iterable[str] = ()) -> str:
-    fact = f'<q class="fact">{_e(edge.fact)}</q>' if edge.fact else ""
-    attributes = "".join(
-        f'<span class="attr">{_e(name)}={_e(value)}</span>' for name, value in edge.attributes.items()
+def _attributes(edge: Edge, wrong: Sequence[str]) -> str:
+    """The edge's attributes (a gold's labeled null as null), each wrong one marked, written or not."""
+    values = dict(edge.attributes) | {name: edge.attributes.get(name) for name in wrong}
+    return "".join(
+        f'<span class="{"attr bad" if name in wrong else "attr"}">{_e(name)}='
+        f"{_e('null' if value is None else value)}</span>"
+        for name, value in values.items()
     )
+
+
+def _edge_body(
+    edge: Edge, colors: Mapping[str, int], wrong: Iterable[str] = (), wrong_attributes: Sequence[str] = ()
+) -> str:
+    fact = f'<q class="fact">{_e(edge.fact)}</q>' if edge.fact else ""
+    attributes = _attributes(edge, wrong_attributes)
     return (
         f'{_name(edge.source_entity_name, colors)} <span class="rel">{_e(edge.relationship_type)}</span> '
         f"{_name(edge.target_entity_name, colors)} {_dates(edge, wrong)}{attributes}{fact}"
@@ -167,11 +179,14 @@ def _edge_body(edge: Edge, colors: Mapping[str, int], wrong: Iterable[str] = ())
 
 def _predicted_item(edge: JudgedEdge, colors: Mapping[str, int]) -> str:
     label = "duplicate" if edge.duplicate else VERDICT_LABELS[edge.verdict]
+    if edge.wrong_attributes:
+        label += f", {VERDICT_LABELS['wrongAttribute']}"
     if edge.gold is not None:
         label += f" · g{edge.gold + 1}"
+    marks = f"v-{edge.verdict}" + (" v-wrongAttribute" if edge.wrong_attributes else "")
     return (
-        f'<li class="edge pred v-{edge.verdict}"><span class="verdict">{_e(label)}</span> '
-        f"{_edge_body(edge, colors, edge.wrong_dates)}</li>"
+        f'<li class="edge pred {marks}"><span class="verdict">{_e(label)}</span> '
+        f"{_edge_body(edge, colors, edge.wrong_dates, edge.wrong_attributes)}</li>"
     )
 
 
@@ -194,6 +209,8 @@ def _tally(prediction: EpisodePrediction) -> str:
     counts: dict[str, int] = {}
     for edge in prediction.edges:
         counts[edge.verdict] = counts.get(edge.verdict, 0) + 1
+        if edge.wrong_attributes:
+            counts["wrongAttribute"] = counts.get("wrongAttribute", 0) + 1
     for verdict in prediction.gold:
         if verdict == "missed":
             counts["missed"] = counts.get("missed", 0) + 1
@@ -235,6 +252,7 @@ def episode_tokens(
         if prediction is None:
             continue
         names = [edge.verdict for edge in prediction.edges] + [v for v in prediction.gold if v == "missed"]
+        names += ["wrongAttribute" for edge in prediction.edges if edge.wrong_attributes]
         if prediction.status == "failed":
             names.append("failed")
         for name in names:
@@ -410,6 +428,7 @@ text-decoration:underline dotted}
 .v-mistyped{border-color:#5d4037}.chip.v-mistyped{background:#e7dcd7}.v-mistyped .verdict{color:#5d4037}
 .v-ignored{border-color:#999}.chip.v-ignored{background:#eee}.v-ignored .verdict{color:#777}
 .chip.v-failed{background:#ffd6d6}
+.v-wrongAttribute{border-color:#00838f}.chip.v-wrongAttribute{background:#cdeff2}
 """
 
 _SCRIPT: Final = """(()=>{const $=i=>document.getElementById(i),E=[...document.querySelectorAll('section.episode')],

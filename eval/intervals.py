@@ -25,6 +25,8 @@ Stat = Literal[
     "recall",
     "valid_at_accuracy",
     "invalid_at_accuracy",
+    "attribute_accuracy",
+    "attribute_precision",
 ]
 
 CI_LEVEL: Final[float] = 0.95
@@ -39,7 +41,9 @@ the interval's lower end, a 2.5% quantile, which takes more resamples to settle 
 def stat_columns(scores: Sequence[EpisodeScore], stat: Stat) -> tuple[list[tuple[float, ...]], Any]:
     """Per-episode numbers a statistic is built from, and how to build it from their sums.
 
-    A date accuracy divides by `tp`: every matched edge has both its dates judged.
+    A date accuracy divides by `tp`: every matched edge has both its dates judged; an attribute
+    accuracy by the matched edges' labeled attributes, an attribute precision by the values written
+    there (`edgewise.eval.attributes`). Undefined (no such slot) is nan.
     """
     if stat == "edge_f1_micro":
         return [(s.tp, s.fp, s.fn) for s in scores], lambda a, n: f1_of(int(a[0]), int(a[1]), int(a[2]))
@@ -60,6 +64,12 @@ def stat_columns(scores: Sequence[EpisodeScore], stat: Stat) -> tuple[list[tuple
         return [
             (s.invalid_at_right, s.tp) for s in scores
         ], lambda a, n: a[0] / a[1] if a[1] else float("nan")
+    if stat == "attribute_accuracy":
+        rows = [(s.attribute_right, s.attribute_total) for s in scores]
+        return rows, lambda a, n: a[0] / a[1] if a[1] else float("nan")
+    if stat == "attribute_precision":
+        rows = [(s.attribute_supported, s.attribute_values) for s in scores]
+        return rows, lambda a, n: a[0] / a[1] if a[1] else float("nan")
     raise ValueError(f"bootstrap_ci: unknown stat {stat!r}; choose one of {', '.join(Stat.__args__)}")
 
 

@@ -1,8 +1,8 @@
 """What the metric reports: per-episode scores with their error records, split scores, and the F1 of counts.
 
-The records say why an edge missed (missed, spurious, reversed, mistyped, wrong date); the scores hold
-only counts, and every ratio is computed from them (`ratio`, `f1_of`) when read, so no stored number
-can disagree with the counts it comes from.
+The records say why an edge missed (missed, spurious, reversed, mistyped, wrong date, wrong attribute);
+the scores hold only counts, and every ratio is computed from them (`ratio`, `f1_of`) when read, so no
+stored number can disagree with the counts it comes from.
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ def _matched() -> Any:
     return computed_field(property(value), return_type=int)
 
 
-def _accuracy(right: str) -> Any:
-    """A computed date accuracy: the count field `right` over the matched edges (`tp`)."""
+def _accuracy(right: str, total: str = "tp") -> Any:
+    """A computed accuracy: the count field `right` over `total` (a date's: the matched edges, `tp`)."""
 
     def value(self: Any) -> float | None:
-        return accuracy(getattr(self, right), self.tp)
+        return accuracy(getattr(self, right), getattr(self, total))
 
     return computed_field(property(value), return_type=float | None)
 
@@ -123,6 +123,14 @@ class WrongDate(_Record):
     granularity: Granularity | None
 
 
+class WrongAttribute(_Record):
+    """A matched edge whose attribute `name` is not the gold value (`edgewise.eval.attributes`' rules)."""
+
+    predicted: Edge
+    gold: GoldEdge
+    name: str
+
+
 class TypeCounts(NamedTuple):
     """One relationship type's counts in one episode (TP, FN by gold type; FP by predicted type).
 
@@ -156,7 +164,9 @@ class EpisodeScore(_Rates):
 
     Invariants: `fp == len(spurious) + counted reversed + counted mistyped` and
     `fn == len(missed) + len(reversed) + len(mistyped)`. Every matched edge has both its dates judged,
-    so `valid_at_total` and `invalid_at_total` are `tp`. Records are tuples: a split holds thousands of
+    so `valid_at_total` and `invalid_at_total` are `tp`; the attribute counts are over the matched
+    edges' labeled attribute slots (`edgewise.eval.attributes`), and
+    `attribute_total == attribute_right + len(wrong_attributes)`. Records are tuples: a split holds thousands of
     scores, and empty tuples cost nothing to keep.
     """
 
@@ -173,12 +183,18 @@ class EpisodeScore(_Rates):
     pair_fn: Count
     valid_at_right: Count
     invalid_at_right: Count
+    attribute_right: Count
+    attribute_total: Count
+    attribute_values: Count
+    attribute_supported: Count
+    attribute_gold_values: Count
     per_type: dict[str, TypeCounts] = Field(default_factory=dict)
     missed: tuple[MissedEdge, ...] = ()
     spurious: tuple[SpuriousEdge, ...] = ()
     reversed: tuple[ReversedEdge, ...] = ()
     mistyped: tuple[MistypedEdge, ...] = ()
     wrong_dates: tuple[WrongDate, ...] = ()
+    wrong_attributes: tuple[WrongAttribute, ...] = ()
     ignored: tuple[Edge, ...] = ()
 
     pair_f1 = _f1("pair_tp", "pair_fp", "pair_fn")
@@ -208,6 +224,14 @@ _SPLIT_JSON_ORDER: Final[tuple[str, ...]] = (
     "invalid_at_right",
     "invalid_at_total",
     "invalid_at_accuracy",
+    "attribute_right",
+    "attribute_total",
+    "attribute_accuracy",
+    "attribute_values",
+    "attribute_supported",
+    "attribute_precision",
+    "attribute_gold_values",
+    "attribute_recall",
     "per_source",
     "per_type",
 )
@@ -219,7 +243,9 @@ class SplitScore(BaseModel):
 
     Only counts and the macro means are stored; precision, recall, F1 and the date accuracies are
     computed from the counts, and written to JSON beside them in the order results.json has always
-    had. Date accuracies are None when no matched edge was there to judge.
+    had. Date accuracies are None when no matched edge was there to judge, attribute accuracy when no
+    matched edge labels an attribute, attribute precision when the program wrote no value there, and
+    attribute recall when no gold value was to be found (the rules: `edgewise.eval.attributes`).
     """
 
     episodes: int
@@ -233,6 +259,11 @@ class SplitScore(BaseModel):
     pair_f1_macro: float
     valid_at_right: int
     invalid_at_right: int
+    attribute_right: Count
+    attribute_total: Count
+    attribute_values: Count
+    attribute_supported: Count
+    attribute_gold_values: Count
     per_source: dict[str, SplitScore] = Field(default_factory=dict)
     per_type: dict[str, Counts] = Field(default_factory=dict)
 
@@ -246,10 +277,27 @@ class SplitScore(BaseModel):
     valid_at_accuracy = _accuracy("valid_at_right")
     invalid_at_total = _matched()
     invalid_at_accuracy = _accuracy("invalid_at_right")
+    attribute_accuracy = _accuracy("attribute_right", "attribute_total")
+    attribute_precision = _accuracy("attribute_supported", "attribute_values")
+    attribute_recall = _accuracy("attribute_supported", "attribute_gold_values")
 
     @model_serializer(mode="wrap")
     def _in_results_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data = without_unjudged_attributes(handler(self))
         ordered = {key: data[key] for key in _SPLIT_JSON_ORDER if key in data}
         ordered.update(data)  # a key not listed keeps its place after the listed ones
         return ordered
+
+
+ATTRIBUTE_KEY_PREFIX: Final = "attribute_"
+
+
+def without_unjudged_attributes(data: dict[str, Any]) -> dict[str, Any]:
+    """A record's JSON without its attribute counts where no attribute was judged or written.
+
+    A run on episodes that label no attribute writes results.json as it did before attributes were
+    scored; reading it back gives the counts their default, 0.
+    """
+    if data.get("attribute_total") or data.get("attribute_values") or data.get("attribute_gold_values"):
+        return data
+    return {key: value for key, value in data.items() if not key.startswith(ATTRIBUTE_KEY_PREFIX)}

@@ -2,7 +2,7 @@
 
 A report is read by two people: the one choosing a model and program (the table and the plot: what
 each pair finds and what it costs) and the one improving a program (`errors.jsonl`: every missed,
-spurious, reversed and mistyped edge and wrong date, per episode). All files are written whole and
+spurious, reversed and mistyped edge, wrong date and wrong attribute, per episode). All files are written whole and
 atomically except `errors.jsonl`, which grows while the bench runs (flushed after each model x program).
 """
 
@@ -35,6 +35,8 @@ COLUMNS: Final[tuple[str, ...]] = (
     "recall",
     "validAt acc",
     "invalidAt acc",
+    "attribute acc",
+    "attribute prec",
     "parse-fail",
     "failed",
     "LM calls/ep",
@@ -88,6 +90,8 @@ def table_row(run: RunSummary, baseline: str | None = None) -> list[str]:
         f"{scores.recall:.3f}",
         _number(scores.valid_at_accuracy),
         _number(scores.invalid_at_accuracy),
+        _number(scores.attribute_accuracy),
+        _number(scores.attribute_precision),
         f"{run.parse_failure_episodes}/{n}",
         f"{run.failed_episodes}/{n}",
         _number(run.calls_per_episode, 2),
@@ -109,6 +113,11 @@ def table_notes(report: BenchReport) -> list[str]:
             f"workers {report.workers}; seed {report.seed}"
             + (f"; reflexion rounds {report.reflexion_rounds}" if report.reflexion_rounds is not None else "")
             + ("; open relationship types" if report.open_types else "")
+            + (
+                "; open vocabulary: every episode sent without its edgeTypes"
+                if report.open_vocabulary
+                else ""
+            )
             + "."
         ),
         (
@@ -134,6 +143,13 @@ def table_notes(report: BenchReport) -> list[str]:
             "what was parsed."
         ),
         "validAt / invalidAt accuracy: over edges matched for edge-F1, at the gold date's granularity.",
+        (
+            "attribute acc: of the attributes the matched gold edges label, the share whose predicted value "
+            "equals the gold's after normalization (case, diacritics, punctuation, articles; items as a set), "
+            "a null right only where the gold is null. attribute prec: of the values written there, the "
+            "share the gold supports; the rest are values the text does not state (gold null) or states "
+            "otherwise. '-' where nothing was judged."
+        ),
         (
             "LM calls and tokens per episode are what the server reported, averaged over all episodes; "
             "uncached prompt tokens leave out what the server took from its prompt cache (a prefix it has "
@@ -171,7 +187,106 @@ def markdown_table(report: BenchReport) -> str:
     lines.append("")
     lines.extend(f"- {note}" for note in table_notes(report))
     lines.extend(["", *source_table(report)])
+    attributes = attribute_table(report)
+    if attributes:
+        lines.extend(["", *attributes])
+    if report.open_vocabulary:
+        lines.extend(["", *open_vocabulary_table(report)])
     return "\n".join(lines) + "\n"
+
+
+def attribute_table(report: BenchReport) -> list[str]:
+    """Attribute accuracy, precision and recall of every run that judged attributes, beside their cost.
+
+    Cost is per episode over all the run's episodes: all LM calls and completion tokens, and the
+    attribute step's own (a formulation that writes attributes in the extraction reply spends its
+    tokens in `extract`, and has no attribute step).
+    """
+    runs = [run for run in report.runs if run.scores is not None and run.scores.attribute_total]
+    if not runs:
+        return []
+    header = (
+        "model",
+        "program",
+        "judged",
+        "attribute acc",
+        "Δ attribute acc",
+        "precision",
+        "recall",
+        "LM calls/ep",
+        "completion tok/ep",
+        "attribute-step calls/ep",
+        "attribute-step completion tok/ep",
+    )
+    lines = [
+        "Attributes on matched edges"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else ""),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|---|" + "---:|" * (len(header) - 2),
+    ]
+    for run in runs:
+        scores = run.scores
+        assert scores is not None
+        paired = run.comparison.attribute_accuracy if run.comparison else None
+        delta = paired.text() if paired else ("baseline" if run.program == report.baseline else _MISSING)
+        step = run.usage_per_step.get("attributes")
+        n = run.episodes_done
+        cells = [
+            run.model,
+            run.program,
+            f"{scores.attribute_right}/{scores.attribute_total}",
+            _number(scores.attribute_accuracy),
+            delta,
+            _number(scores.attribute_precision),
+            _number(scores.attribute_recall),
+            _number(run.calls_per_episode, 2),
+            _number(run.completion_tokens_per_episode, 1),
+            _number(step.calls / n if step and n else 0.0, 2),
+            _number(step.completion_tokens / n if step and n else 0.0, 1),
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines
+
+
+def _top_type(run: RunSummary) -> str:
+    """`WORKS_AT 0.62 (gold 0.18)`: the most written type's share of the run's edges, beside the gold's."""
+    if not run.type_shares:
+        return _MISSING
+    top = run.type_shares[0]
+    return f"{top.type} {top.share:.2f} (gold {top.gold_share:.2f})"
+
+
+def open_vocabulary_table(report: BenchReport) -> list[str]:
+    """With `--open-vocabulary`: each run's alias-aware edge-F1, pair-F1, and its most written type."""
+    lines = [
+        "Open vocabulary (episodes sent without edgeTypes): alias-aware edge-F1 counts a type right when it "
+        "is the gold type, one of its aliases, or normalizes like one (SCREAMING_SNAKE_CASE, without a leading "
+        "IS_/ARE_/WAS_/WERE_ and one trailing _OF/_AT/_IN/_ON/_TO/_WITH/_FOR; `edgewise.eval.open_vocabulary`)"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else "")
+        + ". Most written type: its share of the run's edges, and the gold's share of the same type.",
+        "",
+        (
+            "| model | program | alias-aware edge-F1 [95% CI] | Δ alias-aware edge-F1 | pair-F1 | edge-F1 | "
+            "types written | most written type |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for run in report.runs:
+        if run.scores is None:
+            continue
+        low, high = run.edge_f1_alias_aware_ci95 or (None, None)
+        aware = (
+            _MISSING
+            if run.edge_f1_alias_aware is None
+            else f"{run.edge_f1_alias_aware:.3f} [{_number(low)}, {_number(high)}]"
+        )
+        delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+        lines.append(
+            f"| {run.model} | {run.program} | {aware} | {delta} | {run.scores.pair_f1:.3f} | "
+            f"{run.scores.edge_f1:.3f} | {len(run.type_shares)} | {_top_type(run)} |"
+        )
+    return lines
 
 
 def source_table(report: BenchReport) -> list[str]:
@@ -302,10 +417,17 @@ def error_record(
     """Everything wrong with one episode's extraction, or None when there is nothing to look at.
 
     An episode is listed when it failed, had a parse failure, or has any missed, spurious, reversed or
-    mistyped edge or wrong date. Edges use the wire format (camelCase); `ignored` lists predictions
+    mistyped edge, wrong date or wrong attribute. Edges use the wire format (camelCase); `ignored` lists predictions
     a non-exhaustive episode could not judge.
     """
-    mistakes = score.missed or score.spurious or score.reversed or score.mistyped or score.wrong_dates
+    mistakes = (
+        score.missed
+        or score.spurious
+        or score.reversed
+        or score.mistyped
+        or score.wrong_dates
+        or score.wrong_attributes
+    )
     if run.status == "ok" and not run.parse_failures and not mistakes:
         return None
     return {
@@ -341,6 +463,16 @@ def error_record(
                 "gold": _dump(item.gold),
             }
             for item in score.wrong_dates
+        ],
+        "wrongAttributes": [
+            {
+                "attribute": item.name,
+                "predictedValue": item.predicted.attributes.get(item.name),
+                "goldValue": item.gold.attributes.get(item.name),
+                "predicted": _dump(item.predicted),
+                "gold": _dump(item.gold),
+            }
+            for item in score.wrong_attributes
         ],
         "ignored": [_dump(edge) for edge in score.ignored],
         "warnings": [_dump(warning) for warning in result.warnings] if result is not None else [],

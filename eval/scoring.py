@@ -16,6 +16,8 @@ Rules that a reader of a score needs to know:
 - validAt / invalidAt accuracy is measured over the edges matched for edge-F1, at the gold date's
   granularity (year, month, day, or the second for `instant`); a null gold date is right only when the
   prediction is null too. A gold date without a granularity is compared to the second.
+- Attribute accuracy, precision and recall are measured over the attributes the matched gold edges
+  label, by `edgewise.eval.attributes` (a null gold value is right only for a null prediction).
 - Among maximum matchings, the one that agrees on the most dates is taken, then the one that uses
   earlier predictions, so a repeated prediction is the copy left over (a false positive).
 - In an episode with `exhaustive: false`, an unmatched prediction counts as a false positive only when
@@ -33,6 +35,7 @@ from itertools import starmap
 from typing import Any, Final, NamedTuple
 
 from edgewise.eval import records
+from edgewise.eval.attributes import judge_attributes
 from edgewise.eval.dates import same_date
 from edgewise.eval.matching import EpisodeViews, episode_views, match_edges
 from edgewise.eval.records import Counts, EpisodeScore, SplitScore, TypeCounts, f1_of
@@ -62,19 +65,32 @@ def _type_counts(per_type: dict[str, list[int]]) -> dict[str, TypeCounts]:
     return dict(zip(per_type, starmap(_shared_type_counts, per_type.values()), strict=True))
 
 
+class _Judged(NamedTuple):
+    """What the matches' dates and attributes came to: right counts, attribute counts, and the records."""
+
+    valid_right: int
+    invalid_right: int
+    attributes: tuple[int, int, int, int, int]
+    wrong_dates: tuple[records.WrongDate, ...]
+    wrong_attributes: tuple[records.WrongAttribute, ...]
+
+
 def _judge_matches(
     matched: dict[int, int],
     golds: Sequence[GoldEdge],
     predicted: Sequence[Edge],
     g_kind: list[str],
     per_type: dict[str, list[int]],
-) -> tuple[int, int, list[records.WrongDate]]:
-    """Count each match as a TP of its gold type and judge its dates, in one pass over the matches.
+) -> _Judged:
+    """Count each match as a TP of its gold type and judge its dates and attributes, in one pass.
 
-    Returns the right validAt and invalidAt counts and a record per wrong date.
+    Attributes are judged only on a gold edge that labels some (`edgewise.eval.attributes`), so an
+    episode without labeled attributes pays one empty-dict test per match.
     """
     wrong: list[records.WrongDate] = []
+    wrong_attributes: list[records.WrongAttribute] = []
     valid_right = invalid_right = 0
+    a_right = a_total = a_values = a_supported = a_gold = 0
     for p, g in matched.items():
         _count(per_type, g_kind[g], 0)
         pe, ge = predicted[p], golds[g]
@@ -94,7 +110,23 @@ def _judge_matches(
                     predicted=pe, gold=ge, field="invalidAt", granularity=ge.invalid_at_granularity
                 )
             )
-    return valid_right, invalid_right, wrong
+        if ge.attributes:
+            judged = judge_attributes(pe, ge)
+            a_right += judged.right
+            a_total += judged.total
+            a_values += judged.values
+            a_supported += judged.supported
+            a_gold += judged.gold_values
+            wrong_attributes.extend(
+                records.WrongAttribute(predicted=pe, gold=ge, name=name) for name in judged.wrong
+            )
+    return _Judged(
+        valid_right,
+        invalid_right,
+        (a_right, a_total, a_values, a_supported, a_gold),
+        tuple(wrong),
+        tuple(wrong_attributes),
+    )
 
 
 def _judged_ends(v: EpisodeViews) -> tuple[set[tuple[str, str]], set[str]]:
@@ -259,7 +291,8 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
     tp = len(matched)
     pair_tp = len(pair_used)
     per_type: dict[str, list[int]] = {}
-    valid_right, invalid_right, wrong_dates = _judge_matches(matched, golds, predicted, v.g_kind, per_type)
+    judged = _judge_matches(matched, golds, predicted, v.g_kind, per_type)
+    a_right, a_total, a_values, a_supported, a_gold = judged.attributes
 
     # Which unmatched predictions count, under the exhaustive: false rule (None: all of them).
     edge_counts, pair_counts = (None, None) if gold.exhaustive else _judged_ends(v)
@@ -284,14 +317,20 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
             "pair_tp": pair_tp,
             "pair_fp": pair_fp,
             "pair_fn": n_gold - pair_tp,
-            "valid_at_right": valid_right,
-            "invalid_at_right": invalid_right,
+            "valid_at_right": judged.valid_right,
+            "invalid_at_right": judged.invalid_right,
+            "attribute_right": a_right,
+            "attribute_total": a_total,
+            "attribute_values": a_values,
+            "attribute_supported": a_supported,
+            "attribute_gold_values": a_gold,
             "per_type": _type_counts(per_type),
             "missed": m.missed,
             "spurious": m.spurious,
             "reversed": m.reversed,
             "mistyped": m.mistyped,
-            "wrong_dates": tuple(wrong_dates),
+            "wrong_dates": judged.wrong_dates,
+            "wrong_attributes": judged.wrong_attributes,
             "ignored": m.ignored,
         },
         _PERFECT_FIELDS if perfect else _ALL_FIELDS,
@@ -312,6 +351,11 @@ class _Totals:
     """
 
     __slots__ = (
+        "attribute_gold_values",
+        "attribute_right",
+        "attribute_supported",
+        "attribute_total",
+        "attribute_values",
         "f1_sum",
         "fn",
         "fp",
@@ -329,6 +373,8 @@ class _Totals:
     def __init__(self) -> None:
         self.n = self.tp = self.fp = self.fn = self.pair_tp = self.pair_fp = self.pair_fn = 0
         self.valid_at_right = self.invalid_at_right = 0
+        self.attribute_right = self.attribute_total = self.attribute_values = 0
+        self.attribute_supported = self.attribute_gold_values = 0
         self.f1_sum = self.pair_f1_sum = 0.0
         self.per_type: dict[str, list[int]] = {}
 
@@ -343,6 +389,11 @@ class _Totals:
         self.pair_fn += counts.pair_fn
         self.valid_at_right += counts.valid_at_right
         self.invalid_at_right += counts.invalid_at_right
+        self.attribute_right += counts.attribute_right
+        self.attribute_total += counts.attribute_total
+        self.attribute_values += counts.attribute_values
+        self.attribute_supported += counts.attribute_supported
+        self.attribute_gold_values += counts.attribute_gold_values
         _merge_type_counts(self.per_type, counts.per_type)
 
     def split(self, per_source: dict[str, SplitScore]) -> SplitScore:
@@ -359,6 +410,11 @@ class _Totals:
             pair_f1_macro=self.pair_f1_sum / n if n else 1.0,
             valid_at_right=self.valid_at_right,
             invalid_at_right=self.invalid_at_right,
+            attribute_right=self.attribute_right,
+            attribute_total=self.attribute_total,
+            attribute_values=self.attribute_values,
+            attribute_supported=self.attribute_supported,
+            attribute_gold_values=self.attribute_gold_values,
             per_source=per_source,
             per_type={name: Counts(tp=c[0], fp=c[1], fn=c[2]) for name, c in sorted(self.per_type.items())},
         )

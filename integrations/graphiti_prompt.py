@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import json
 import re
+import types
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Union, get_args, get_origin
+
+from pydantic import BaseModel
 
 from edgewise.runtime.errors import EdgewiseError
-from edgewise.signatures.types import EdgeType, Entity, Episode
+from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType, Entity, Episode
 
 GENERIC_LABEL: Final = "Entity"
 """The label every Graphiti entity node has; its other label, if any, is its entity type."""
@@ -27,6 +31,12 @@ _CUSTOM_START: Final = "support continuity.\n\n\n"
 _CUSTOM_END: Final = "\n\n# EXTRACTION RULES"
 _REFERENCE_COMMENT: Final = "  # ISO 8601"
 _STRICT_RULE: Final = "Use one of the provided fact_type_name values as the relation_type."
+_ATTRIBUTE_KINDS: Final[dict[type, AttributeKind]] = {
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+}
 
 
 class EdgePrompt(NamedTuple):
@@ -140,3 +150,34 @@ def read_fact(messages: list[Any]) -> str | None:
     """The fact of Graphiti's `extract_timestamps` prompt; None if it has no FACT section."""
     text = str(getattr(messages[-1], "content", "")) if messages else ""
     return _section(text, "FACT", required=False)
+
+
+def read_attribute_prompt(messages: list[Any]) -> tuple[str | None, dict[str, Any]]:
+    """The fact of Graphiti's `extract_attributes` prompt and its EXISTING ATTRIBUTES (empty if none)."""
+    text = str(getattr(messages[-1], "content", "")) if messages else ""
+    existing = _json_section(text, "EXISTING ATTRIBUTES", required=False)
+    return _section(text, "FACT", required=False), existing if isinstance(existing, dict) else {}
+
+
+def graphiti_attributes(edge_types: Mapping[str, type[BaseModel]]) -> dict[str, list[EdgeAttribute]]:
+    """The attributes of Graphiti's edge type models (its `add_episode(edge_types=...)`), by type name.
+
+    Each field of a plain kind (`str`, `int`, `float`, `bool`, optional or not) is an attribute with
+    its description; a field of another type (a date, a list) has no edgewise kind and is left out,
+    so an attribute call that asks for it is not one edgewise can answer.
+    """
+    return {
+        name: [
+            EdgeAttribute(name=field_name, kind=kind, description=field.description or "")
+            for field_name, field in model.model_fields.items()
+            if (kind := _attribute_kind(field.annotation)) is not None
+        ]
+        for name, model in edge_types.items()
+    }
+
+
+def _attribute_kind(annotation: Any) -> AttributeKind | None:
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [argument for argument in get_args(annotation) if argument is not type(None)]
+        annotation = kinds[0] if len(kinds) == 1 else None
+    return _ATTRIBUTE_KINDS.get(annotation) if isinstance(annotation, type) else None

@@ -14,15 +14,32 @@ from typing import Any, Final
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.modules.attributes import (
+    attributes_predictor,
+    check_attribute_options,
+    episode_extraction,
+    extraction_signature,
+    fill_attributes,
+)
 from edgewise.modules.context import extraction_inputs
+from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
+from edgewise.modules.date_guards import guard_dates
+from edgewise.modules.default_vocabulary import DEFAULT_EDGE_TYPES
 from edgewise.modules.fact_dates import dates_from_facts
+from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, written_triples
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
-from edgewise.modules.postprocess import cap_attributes, postprocess
-from edgewise.modules.type_signatures import STATE_KEY, PairRule, TypeSignatures
-from edgewise.modules.usage import track_step
+from edgewise.modules.postprocess import dedupe_edges, postprocess
+from edgewise.modules.retype import apply_answers, options_of, questions
+from edgewise.modules.spans import numbered, sentences, span_edge
+from edgewise.modules.speaker_names import add_speaker_names
+from edgewise.modules.transcript import Transcript, recording
+from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
+from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_schemas
-from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes, attributes_signature
+from edgewise.modules.votes import merge_votes
+from edgewise.signatures.choose_types import ChooseTypes, answers_schema
+from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
     OutputShape,
@@ -31,6 +48,7 @@ from edgewise.signatures.extract_edges import (
     with_missing_facts,
 )
 from edgewise.signatures.find_missing_facts import FindMissingFacts
+from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs
 from edgewise.signatures.schema import ReplySchemas, reply_schemas
 from edgewise.signatures.types import (
@@ -40,19 +58,23 @@ from edgewise.signatures.types import (
     ExtractedEdge,
     ExtractionResult,
     ExtractionWarning,
+    SpanEdge,
     StepUsage,
-    format_utc,
 )
 from edgewise.signatures.verify_edges import VerifyEdges, verdicts_schema
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
-STEP_ATTRIBUTES: Final = "attributes"
 STEP_PAIRS: Final = "pairs"
 STEP_VERIFY: Final = "verify"
-PREDICTOR_NAMES: Final = ("extract", "reflect", "attributes", "label_pairs", "verify")
+STEP_GLEAN: Final = "glean"
+STEP_RETYPE: Final = "retype"
+PREDICTOR_NAMES: Final = (
+    "extract", "reflect", "attributes", "label_pairs", "by_entity", "glean", "choose_types", "verify",
+)  # fmt: skip
 """The predictors an `EdgeExtractor` may have, as `named_predictors` names them (`label_pairs` only
-with the pairwise formulation, `verify` only with the precision step)."""
+with the pairwise formulation, `by_entity` with coverage by entity, `glean` with gleaning,
+`choose_types` with re-typing by question, `verify` with the precision step)."""
 
 
 # The reply properties the decoding grammar restricts to the episode's names and types, per shape.
@@ -70,13 +92,6 @@ def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -
     if episode is not None:
         return Episode.model_validate(episode)
     return Episode.model_validate(fields)
-
-
-def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
-    return ExtractionWarning(
-        code="parse_failure",
-        message=f"{step}: the model's reply could not be parsed ({type(error).__name__})",
-    )
 
 
 def count_parse_failures(warnings: list[ExtractionWarning]) -> int:
@@ -114,18 +129,30 @@ class EdgeExtractor(dspy.Module):
         if output_shape not in OUTPUT_SHAPES:
             raise ValueError(f"unknown output shape {output_shape!r}; known: {', '.join(OUTPUT_SHAPES)}")
         options = options or ProgramOptions()
-        if options.formulation == "pairs" and (max_reflexion_rounds or output_shape != "seed"):
-            raise ValueError("the pairwise formulation writes the seed's shape and runs no reflexion rounds")
+        if options.formulation != "edges" and (max_reflexion_rounds or output_shape != "seed"):
+            raise ValueError(
+                f"the {options.formulation} formulation writes the seed's shape and runs no reflexion rounds"
+            )
+        check_attribute_options(options, output_shape)
         self.output_shape = output_shape
         self.options = options
         self.type_signatures = type_signatures
-        self.extract = dspy.Predict(extract_signature(output_shape, options.input_order))
-        self.reflect = dspy.Predict(FindMissingFacts)
-        self.attributes = dspy.Predict(ExtractEdgeAttributes)
-        if options.formulation == "pairs":
-            self.label_pairs = dspy.Predict(
-                in_seed_order(LabelPairs) if options.input_order == "seed" else LabelPairs
+        ordered = in_seed_order if options.input_order == "seed" else (lambda signature: signature)
+        self.extract = dspy.Predict(
+            extraction_signature(
+                extract_signature(output_shape, options.input_order, fact_span=options.fact_span), options
             )
+        )
+        self.reflect = dspy.Predict(FindMissingFacts)
+        self.attributes = attributes_predictor(options)
+        if options.formulation == "pairs":
+            self.label_pairs = dspy.Predict(ordered(LabelPairs))
+        if options.formulation == "entities":
+            self.by_entity = dspy.Predict(ordered(ExtractEdgesByEntity))
+        if options.gleaning:
+            self.glean = dspy.Predict(GleanEdges)
+        if options.retype == "ask":
+            self.choose_types = dspy.Predict(ChooseTypes)
         if options.precision:
             self.verify = dspy.Predict(VerifyEdges)
         self.max_reflexion_rounds = max_reflexion_rounds
@@ -166,39 +193,161 @@ class EdgeExtractor(dspy.Module):
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
+        options = self.options
         usage: dict[str, StepUsage] = {}
         warnings: list[ExtractionWarning] = []
+        if options.default_types and not episode.edge_types:
+            episode = with_default_types(episode, warnings)
         inputs = extraction_inputs(episode)
         names = [entity.name for entity in episode.entities]
         types = [edge_type.name for edge_type in episode.edge_types] if self.closed_types else []
-        signatures = self.type_signatures if self.options.type_signatures else None
-        if self.options.formulation == "pairs":
-            raw = self._label_pairs(episode, inputs, PairRule(episode, signatures), types, usage, warnings)
+        signatures = self.type_signatures if options.type_signatures else None
+        rule = PairRule(episode, signatures, unseen_types_open=options.unseen_types_open)
+        if options.formulation == "pairs":
+            raw = self._label_pairs(episode, inputs, rule, types, usage, warnings)
         else:
+            spans = sentences(episode.episode_content) if options.fact_span else None
             source, target, kind = _VOCABULARY_KEYS[self.output_shape]
-            vocabulary = vocabulary_schemas(
-                self.extract.signature, {source: names, target: names, kind: types}
+            allowed: dict[str, list[Any]] = {source: names, target: names, kind: types}
+            if spans is not None:
+                inputs = {**inputs, "episode_content": numbered(spans)}
+                allowed["sentence"] = list(range(1, len(spans) + 1))
+            vocabulary = vocabulary_schemas(self.extract.signature, allowed)
+            vocabulary, inputs = episode_extraction(
+                self.extract.signature, vocabulary, inputs, episode, options, kind
             )
-            raw = self._extract(episode, inputs, vocabulary, [], usage, warnings)
+            with recording() as transcript:
+                if options.formulation == "entities":
+                    raw = self._by_entity(episode, inputs, rule, types, usage, warnings)
+                else:
+                    raw = self._extract(episode, inputs, vocabulary, [], spans, usage, warnings)
+            raw = raw + self._gleaned(episode, transcript, raw, rule, types, usage, warnings)
             for _ in range(self.max_reflexion_rounds):
                 missing = self._missing_facts(inputs, raw, usage, warnings)
                 if not missing:
                     break
-                raw = raw + self._extract(episode, inputs, vocabulary, missing, usage, warnings)
+                raw = raw + self._extract(episode, inputs, vocabulary, missing, spans, usage, warnings)
+        conflicts: list[Conflict] | None = [] if options.retype == "ask" else None
         edges, cleanup_warnings = postprocess(
-            raw, episode, closed_types=self.closed_types, type_signatures=signatures
+            raw,
+            episode,
+            closed_types=self.closed_types,
+            type_signatures=signatures,
+            unseen_types_open=options.unseen_types_open,
+            retype=options.retype,
+            conflicts=conflicts,
         )
         warnings.extend(cleanup_warnings)
-        if self.options.fact_dates:
+        if conflicts:
+            retyped = self._choose_types(conflicts, inputs, usage, warnings)
+            edges = dedupe_edges(edges + retyped, episode, warnings)
+        if options.fact_dates:
             edges = dates_from_facts(edges, episode.reference_time, warnings)
-        if self.options.precision and edges:
+        if options.date_guards:
+            edges = guard_dates(edges, episode.episode_content, episode.reference_time, warnings)
+        if options.speaker_names:
+            edges = add_speaker_names(edges, episode, warnings)
+        if options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
-        edges = self._fill_attributes(edges, episode, usage, warnings)
+        edges = fill_attributes(self.options, self.attributes, edges, raw, episode, usage, warnings)
         return result_prediction(
             ExtractionResult(
                 edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
             )
         )
+
+    def _sampling(self) -> dict[str, Any]:
+        """The call's `config`: `samples` replies to one request (`n`), at the sampling temperature."""
+        if self.options.samples == 1:
+            return {}
+        return {"config": {"n": self.options.samples, "temperature": self.options.sample_temperature}}
+
+    def _merged(self, replies: list[list[ExtractedEdge]], episode: Episode) -> list[ExtractedEdge]:
+        """One reply as it is; several merged by the vote threshold (`modules.votes`)."""
+        if len(replies) == 1:
+            return replies[0]
+        return merge_votes(replies, episode, self.options.votes)
+
+    def _by_entity(
+        self,
+        episode: Episode,
+        inputs: dict[str, Any],
+        rule: PairRule,
+        types: list[str],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[ExtractedEdge]:
+        """Coverage by entity: one call whose reply has a slot of outgoing edges per entity."""
+        slots = slot_entities(episode, warnings)
+        if not slots:
+            return []
+        schema = coverage_schema(episode, slots, rule, types)
+        with track_step(STEP_EXTRACT, usage), reply_schemas({("by_entity",): schema}):
+            try:
+                prediction = self.by_entity(**inputs, **self._sampling())
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_EXTRACT, error))
+                return []
+        replies = prediction.completions.by_entity
+        return self._merged([slot_edges(list(reply or []), slots) for reply in replies], episode)
+
+    def _gleaned(
+        self,
+        episode: Episode,
+        transcript: Transcript,
+        raw: list[ExtractedEdge],
+        rule: PairRule,
+        types: list[str],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[ExtractedEdge]:
+        """Gleaning rounds: each continues the chat and may add only triples not yet written."""
+        found: list[ExtractedEdge] = []
+        for _ in range(self.options.gleaning):
+            turns = transcript.continued()
+            if turns is None:
+                break
+            schema = exclusion_schema(
+                episode, written_triples(raw + found, episode), rule, types, forced=self.options.glean_forced
+            )
+            with (
+                recording() as this_turn,
+                track_step(STEP_GLEAN, usage),
+                dspy.context(adapter=ContinuationAdapter()),
+                reply_schemas({("edges",): schema}),
+            ):
+                try:
+                    more = list(self.glean(earlier_turns=turns).edges or [])
+                except AdapterParseError as error:
+                    warnings.append(parse_failure_warning(STEP_GLEAN, error))
+                    break
+            if not more:
+                break
+            found.extend(more)
+            transcript = this_turn
+        return found
+
+    def _choose_types(
+        self,
+        conflicts: list[Conflict],
+        inputs: dict[str, Any],
+        usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+    ) -> list[Edge]:
+        """Re-typing by question: one multiple-choice answer per conflicting edge, in one call."""
+        with track_step(STEP_RETYPE, usage), reply_schemas(answers_schema(options_of(conflicts))):
+            try:
+                reply = self.choose_types(
+                    relationship_types=inputs["relationship_types"],
+                    previous_episodes=inputs["previous_episodes"],
+                    episode_content=inputs["episode_content"],
+                    questions=questions(conflicts),
+                )
+                answers = list(reply.answers or [])
+            except AdapterParseError as error:
+                warnings.append(parse_failure_warning(STEP_RETYPE, error))
+                answers = []
+        return apply_answers(conflicts, answers, warnings)
 
     def _label_pairs(
         self,
@@ -278,24 +427,27 @@ class EdgeExtractor(dspy.Module):
         inputs: dict[str, Any],
         vocabulary: ReplySchemas,
         missing_facts: list[str],
+        spans: list[str] | None,
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
         """One extraction call limited to the episode's `vocabulary`; a re-extraction (with
-        `missing_facts`) adds the hints to the signature."""
+        `missing_facts`) adds the hints to the signature. With `spans` (the episode's sentences) each
+        edge's fact is its sentence."""
         hints: dict[str, Any] = {}
         if missing_facts:
             hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
         with track_step(STEP_EXTRACT, usage), reply_schemas(vocabulary):
             try:
-                edges = list(self.extract(**inputs, **hints).edges or [])
+                prediction = self.extract(**inputs, **hints, **self._sampling())
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_EXTRACT, error))
                 return []
-        return [
-            edge.extracted(episode.reference_time) if isinstance(edge, CompactEdge) else edge
-            for edge in edges
+        replies = [
+            [_seed_edge(edge, episode, spans) for edge in (reply or [])]
+            for reply in prediction.completions.edges
         ]
+        return self._merged(replies, episode)
 
     def _missing_facts(
         self,
@@ -317,36 +469,6 @@ class EdgeExtractor(dspy.Module):
                 return []
         return [fact for fact in (reply.missing_facts or []) if fact.strip()]
 
-    def _fill_attributes(
-        self,
-        edges: list[Edge],
-        episode: Episode,
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
-    ) -> list[Edge]:
-        """One attribute call per edge whose type declares attributes; other edges cost nothing."""
-        filled: list[Edge] = []
-        for edge in edges:
-            edge_type = episode.edge_type(edge.relationship_type)
-            if edge_type is None or not edge_type.attributes:
-                filled.append(edge)
-                continue
-            with track_step(STEP_ATTRIBUTES, usage):
-                try:
-                    reply = self.attributes(
-                        signature=attributes_signature(self.attributes.signature, edge_type),
-                        episode_content=episode.episode_content,
-                        reference_time=format_utc(episode.reference_time),
-                        fact=_fact_row(edge),
-                    )
-                except AdapterParseError as error:
-                    warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
-                    filled.append(edge)
-                    continue
-            values = reply.attributes.model_dump() if reply.attributes is not None else {}
-            filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
-        return filled
-
     def batch(
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
     ) -> list[ExtractionResult | BaseException]:
@@ -363,6 +485,21 @@ class EdgeExtractor(dspy.Module):
         return prediction.result
 
 
-def _fact_row(edge: Edge) -> dict[str, str]:
-    row = edge.to_json_dict()
-    return {key: str(value) for key, value in row.items() if value not in (None, {}, [])}
+def with_default_types(episode: Episode, warnings: list[ExtractionWarning]) -> Episode:
+    """`episode` offered the default vocabulary, with a warning that says so."""
+    warnings.append(
+        ExtractionWarning(
+            code="default_types",
+            message=f"no relationship types given: the {len(DEFAULT_EDGE_TYPES)} default types were offered",
+        )
+    )
+    return episode.model_copy(update={"edge_types": list(DEFAULT_EDGE_TYPES)})
+
+
+def _seed_edge(edge: Any, episode: Episode, spans: list[str] | None) -> ExtractedEdge:
+    """A reply edge in the seed's shape (the reply shapes are `ExtractedEdge` and those below)."""
+    if isinstance(edge, CompactEdge):
+        return edge.extracted(episode.reference_time)
+    if isinstance(edge, SpanEdge):
+        return span_edge(edge, spans or [])
+    return edge

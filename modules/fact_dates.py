@@ -23,7 +23,7 @@ _MONTH: Final = (
 )
 _WEEKDAY: Final = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _NUMBER: Final = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several)"
-_TIME_EXPRESSIONS: Final = re.compile(
+TIME_EXPRESSIONS: Final = re.compile(
     "|".join(
         (
             rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b",  # March 4, March 4th 2021
@@ -42,7 +42,7 @@ _TIME_EXPRESSIONS: Final = re.compile(
     ),
     re.IGNORECASE,
 )
-_ENDED: Final = re.compile(
+ENDED: Final = re.compile(
     r"\b(?:until|till|ended|ends|left|leaves|leaving|quit|quits|stopped|last day|no longer|broke up|"
     r"divorced|moved out|moved away|former|formerly|retired|resigned|died|passed away|used to)\b",
     re.IGNORECASE,
@@ -52,7 +52,7 @@ _ENDED: Final = re.compile(
 def date_from_fact(fact: str, reference_time: datetime) -> datetime | None:
     """The first time expression of `fact` that names a day other than REFERENCE_TIME's; else None."""
     reference_day = reference_time.date()
-    for match in _TIME_EXPRESSIONS.finditer(fact):
+    for match in TIME_EXPRESSIONS.finditer(fact):
         resolved = resolve_time_words(match.group(0), reference_time)
         if resolved is not None and resolved.date() != reference_day:
             return resolved
@@ -65,7 +65,7 @@ def dates_from_facts(
     """Each edge whose validAt is REFERENCE_TIME or null takes the time its fact names, with a warning."""
     changed: list[Edge] = []
     for edge in edges:
-        if edge.valid_at not in (None, reference_time) or _ENDED.search(edge.fact):
+        if edge.valid_at not in (None, reference_time) or ENDED.search(edge.fact):
             changed.append(edge)
             continue
         found = date_from_fact(edge.fact, reference_time)

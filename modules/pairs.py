@@ -18,12 +18,10 @@ from typing import Any, NamedTuple
 
 from edgewise.modules.type_signatures import PairRule
 from edgewise.signatures.label_pairs import NO_RELATION, PairLabel
+from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema
 from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionWarning
 
 _SEPARATOR = " | "
-MAX_FACT_CHARS = 160
-"""A kept pair's fact is one short sentence; the schema caps it, as a small model otherwise copies the
-whole episode into it."""
 
 
 class CandidatePair(NamedTuple):
@@ -74,13 +72,8 @@ def candidate_pairs(
     return [pair for _, pair in ranked[:max_pairs]]
 
 
-def _type_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "string", "enum": list(kinds)} if kinds else {"type": "string"}
-
-
 def pair_reply_schema(pairs: list[CandidatePair]) -> dict[str, Any]:
     """The JSON schema of the `pairs` reply: exactly one answer per pair, in order."""
-    date = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 
     def slot(pair: CandidatePair) -> dict[str, Any]:
         none = {
@@ -93,11 +86,11 @@ def pair_reply_schema(pairs: list[CandidatePair]) -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "pair": {"const": pair.text},
-                "relationshipType": _type_schema(pair.types),
+                "relationshipType": string_schema(list(pair.types)),
                 "sourceEntityName": {"type": "string", "enum": [pair.first, pair.second]},
                 "fact": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
-                "validAt": date,
-                "invalidAt": date,
+                "validAt": NULLABLE_STRING,
+                "invalidAt": NULLABLE_STRING,
             },
             "required": ["pair", "relationshipType", "sourceEntityName", "fact", "validAt", "invalidAt"],
             "additionalProperties": False,

@@ -13,8 +13,9 @@ import re
 from datetime import UTC, datetime
 from typing import Final
 
+from edgewise.modules.options import Retype
 from edgewise.modules.time_words import resolve_time_words
-from edgewise.modules.type_signatures import TypeSignatures, check_signatures
+from edgewise.modules.type_signatures import Conflict, TypeSignatures, check_signatures
 from edgewise.signatures.names import normalize_name as name_key
 from edgewise.signatures.types import (
     AttributeValue,
@@ -216,6 +217,11 @@ def _dedupe(
     return list(kept.values())
 
 
+def dedupe_edges(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
+    """Merge duplicates of the same (source, target, type) under the episode's symmetric types."""
+    return _dedupe(edges, frozenset(t.name for t in episode.edge_types if t.symmetric), warnings)
+
+
 def allowed_types(episode: Episode, *, closed_types: bool) -> frozenset[str] | None:
     """The relationship types an edge may have: the episode's edgeTypes when closed and listed, else any.
 
@@ -232,6 +238,9 @@ def postprocess(
     *,
     closed_types: bool = False,
     type_signatures: TypeSignatures | None = None,
+    unseen_types_open: bool = False,
+    retype: Retype = "off",
+    conflicts: list[Conflict] | None = None,
 ) -> tuple[list[Edge], list[ExtractionWarning]]:
     """Turn a model's raw edges into clean edges between the episode's entities, with warnings.
 
@@ -242,20 +251,28 @@ def postprocess(
 
     Relationship types that declare `sourceTypes` / `targetTypes` are checked against the entity types
     of their ends, and so are those `type_signatures` (learned by a compiled program) lists: a reversed
-    edge is flipped, an impossible one dropped (`type_signatures.check_signatures`).
+    edge is flipped, an impossible one dropped or re-typed (`type_signatures.check_signatures`, which
+    also says what `unseen_types_open`, `retype` and `conflicts` do).
     """
     warnings: list[ExtractionWarning] = []
     index = EntityIndex([entity.name for entity in episode.entities])
     types = allowed_types(episode, closed_types=closed_types)
-    symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
     cleaned = [
         edge
         for raw in raw_edges
         if (edge := _clean_one(raw, index, types, warnings, episode.reference_time)) is not None
     ]
     ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
-    checked = check_signatures(ordered, episode, type_signatures, warnings)
-    return _dedupe(checked, symmetric, warnings), warnings
+    checked = check_signatures(
+        ordered,
+        episode,
+        type_signatures,
+        warnings,
+        unseen_types_open=unseen_types_open,
+        retype=retype,
+        conflicts=conflicts,
+    )
+    return dedupe_edges(checked, episode, warnings), warnings
 
 
 def cap_attributes(

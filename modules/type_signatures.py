@@ -6,17 +6,22 @@ labeled train split uses: every (source type, relationship type, target type) of
 
 Half of a small model's right entity pairs come back with a wrong type or direction (WORKS_AT for
 STUDIES_AT, a reversed PARENT_OF). `check_signatures` flips an edge whose reverse is allowed and its
-own direction not, and drops one that no direction allows; each change is a warning. An edge whose
-ends have no entity type, or whose type no signature mentions, is left as it is.
+own direction not, and drops one that no direction allows, or re-types it (`retype`): with `unique`,
+the one vocabulary type that can connect its ends; with `ask`, the caller asks the model to choose
+among them (`modules.retype`). Each change is a warning. An edge whose ends have no entity type, or
+whose type no signature mentions, is left as it is; so, with `unseen_types_open`, is an edge whose
+end has an entity type no learned signature uses (the user named it differently, or it is new):
+the train split knows nothing against it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgewise.modules.options import Retype
 from edgewise.signatures.types import Edge, Episode, ExtractionWarning, LabeledEpisode
 
 STATE_KEY: Final = "type_signatures"
@@ -39,6 +44,10 @@ class TypeSignatures(BaseModel):
         )
         return pairs or None
 
+    def entity_types(self) -> frozenset[str]:
+        """The entity types some learned signature uses, at either end."""
+        return frozenset(name for source, _, target in self.triples for name in (source, target))
+
     def listing(self) -> list[str]:
         """One line per triple, as a manifest lists them: `Person -WORKS_AT-> Organization`."""
         return [f"{source} -{kind}-> {target}" for source, kind, target in self.triples]
@@ -59,7 +68,9 @@ def learn_type_signatures(episodes: Iterable[LabeledEpisode]) -> TypeSignatures:
 class PairRule:
     """What an episode allows for one relationship type: declared types first, then learned ones."""
 
-    def __init__(self, episode: Episode, signatures: TypeSignatures | None) -> None:
+    def __init__(
+        self, episode: Episode, signatures: TypeSignatures | None, *, unseen_types_open: bool = False
+    ) -> None:
         self._declared: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {
             edge_type.name: (
                 frozenset(edge_type.source_types) if edge_type.source_types is not None else None,
@@ -69,6 +80,7 @@ class PairRule:
             if edge_type.source_types is not None or edge_type.target_types is not None
         }
         self._learned = signatures
+        self._known = signatures.entity_types() if signatures is not None and unseen_types_open else None
         self.symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
 
     def constrained(self, relationship_type: str) -> bool:
@@ -79,10 +91,17 @@ class PairRule:
     def allowed(self, relationship_type: str, source_type: str | None, target_type: str | None) -> bool:
         """Whether the type may go from an entity of `source_type` to one of `target_type`.
 
-        Untyped ends and unconstrained types are always allowed: nothing is known against them. A
-        symmetric type may go either way.
+        Untyped ends and unconstrained types are always allowed: nothing is known against them; so are
+        ends whose types no learned signature uses, when the rule was made with `unseen_types_open`.
+        A symmetric type may go either way.
         """
         if source_type is None or target_type is None or not self.constrained(relationship_type):
+            return True
+        if (
+            self._known is not None
+            and relationship_type not in self._declared
+            and not {source_type, target_type} <= self._known
+        ):
             return True
         return self._one_way(relationship_type, source_type, target_type) or (
             relationship_type in self.symmetric and self._one_way(relationship_type, target_type, source_type)
@@ -102,19 +121,79 @@ class PairRule:
         return [name for name in names if self.allowed(name, source_type, target_type)]
 
 
+class Conflict(NamedTuple):
+    """An edge whose type cannot connect its ends, and the vocabulary types that can.
+
+    `options` pairs each such type with whether the edge must be flipped to fit it.
+    """
+
+    edge: Edge
+    options: tuple[tuple[str, bool], ...]
+
+
+def retype_options(
+    edge: Edge, source_type: str | None, target_type: str | None, rule: PairRule, vocabulary: Sequence[str]
+) -> tuple[tuple[str, bool], ...]:
+    """The other vocabulary types that connect the edge's ends, as written or flipped (as written first)."""
+    options: list[tuple[str, bool]] = []
+    for name in vocabulary:
+        if name == edge.relationship_type:
+            continue
+        if rule.allowed(name, source_type, target_type):
+            options.append((name, False))
+        elif rule.allowed(name, target_type, source_type):
+            options.append((name, True))
+    return tuple(options)
+
+
+def retyped(edge: Edge, kind: str, flip: bool, why: str, warnings: list[ExtractionWarning]) -> Edge:
+    """`edge` with the relationship type `kind` (its ends swapped with `flip`), with a `retyped` warning."""
+    warnings.append(
+        ExtractionWarning(
+            code="retyped",
+            message=f"{edge.relationship_type} cannot connect its ends: {why} {kind}"
+            + (" (source and target swapped)" if flip else ""),
+            edge=edge.to_json_dict(),
+        )
+    )
+    update: dict[str, str] = {"relationship_type": kind}
+    if flip:
+        update |= {
+            "source_entity_name": edge.target_entity_name,
+            "target_entity_name": edge.source_entity_name,
+        }
+    return edge.model_copy(update=update)
+
+
 def check_signatures(
-    edges: list[Edge], episode: Episode, signatures: TypeSignatures | None, warnings: list[ExtractionWarning]
+    edges: list[Edge],
+    episode: Episode,
+    signatures: TypeSignatures | None,
+    warnings: list[ExtractionWarning],
+    *,
+    unseen_types_open: bool = False,
+    retype: Retype = "off",
+    conflicts: list[Conflict] | None = None,
 ) -> list[Edge]:
-    """Flip reversed edges and drop impossible ones under the episode's (or the learned) signatures."""
-    rule = PairRule(episode, signatures)
+    """Flip reversed edges and drop (or re-type) impossible ones under the episode's or the learned
+    signatures.
+
+    With `retype="ask"`, an impossible edge that some other type of the episode's vocabulary fits is
+    appended to `conflicts` (which must be given) instead of being dropped: the caller decides.
+    """
+    if retype == "ask" and conflicts is None:
+        raise ValueError("retype='ask' needs a list to collect the conflicts in")
+    rule = PairRule(episode, signatures, unseen_types_open=unseen_types_open)
     types = {entity.name: entity.type for entity in episode.entities}
+    vocabulary = [edge_type.name for edge_type in episode.edge_types]
     kept: list[Edge] = []
     for edge in edges:
         source, target = types.get(edge.source_entity_name), types.get(edge.target_entity_name)
         kind = edge.relationship_type
         if rule.allowed(kind, source, target):
             kept.append(edge)
-        elif rule.allowed(kind, target, source):
+            continue
+        if rule.allowed(kind, target, source):
             warnings.append(
                 ExtractionWarning(
                     code="direction_flipped",
@@ -130,11 +209,20 @@ def check_signatures(
                     }
                 )
             )
+            continue
+        options = retype_options(edge, source, target, rule, vocabulary) if retype != "off" else ()
+        if retype == "unique" and len(options) == 1:
+            ((other, flip),) = options
+            kept.append(retyped(edge, other, flip, f"{other} is the one type that can, so it is", warnings))
+        elif retype == "ask" and options:
+            assert conflicts is not None
+            conflicts.append(Conflict(edge, options))
         else:
             warnings.append(
                 ExtractionWarning(
                     code="type_signature",
-                    message=f"dropped: {kind} does not connect {source} and {target}",
+                    message=f"dropped: {kind} does not connect {source} and {target}"
+                    + (f" ({len(options)} other types could)" if len(options) > 1 else ""),
                     edge=edge.to_json_dict(),
                 )
             )

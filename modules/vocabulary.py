@@ -28,7 +28,9 @@ from types import SimpleNamespace
 from typing import Any, Final
 
 import dspy
+from pydantic import BaseModel
 
+from edgewise.modules.transcript import note_completion, note_messages
 from edgewise.signatures.schema import (
     KEPT_SIGNATURES,
     ReplySchemas,
@@ -39,27 +41,50 @@ from edgewise.signatures.schema import (
 EDGES_FIELD: Final = "edges"
 
 
-def vocabulary_schemas(signature: type[dspy.Signature], allowed: dict[str, Sequence[str]]) -> ReplySchemas:
-    """The schemas that give the named string fields of `signature`'s `edges` items their allowed
-    values as an `enum` (empty: free), for `reply_schemas`; a name the items do not have is skipped."""
+def vocabulary_schemas(
+    signature: type[dspy.Signature], allowed: dict[str, Sequence[str | int]]
+) -> ReplySchemas:
+    """The schemas that give the named fields of `signature`'s `edges` items their allowed values as an
+    `enum` (empty: free), for `reply_schemas`; a name the items do not have is skipped. Each is the
+    field's own schema (description and title) with the values' type and `enum`."""
     annotation = signature.output_fields[EDGES_FIELD].annotation
     (item,) = annotation.__args__
+    properties = reply_item_schema(item).get("properties", {})
     schemas: dict[tuple[str, ...], dict[str, Any]] = {}
     for name, values in allowed.items():
         unique = list(dict.fromkeys(value for value in values if value))
         if unique and name in item.model_fields:
             description = item.model_fields[name].description
+            title = properties.get(name, {}).get("title")
             schemas[(EDGES_FIELD, name)] = {
-                "type": "string",
+                "type": "integer" if all(isinstance(value, int) for value in unique) else "string",
                 "enum": unique,
                 **({"description": description} if description else {}),
+                **({"title": title} if title else {}),
             }
     return schemas
+
+
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
+def reply_item_schema(item: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a reply item type, made once per type: shared, so read or copied, never changed."""
+    return item.model_json_schema()
 
 
 class VocabularyJSONAdapter(dspy.JSONAdapter):
     """DSPy's JSON adapter, with each call's reply schemas in the response schema only (see the module
     docstring)."""
+
+    def format(
+        self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]
+    ) -> Any:
+        messages = super().format(signature, demos, inputs)
+        note_messages(messages)
+        return messages
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        note_completion(completion)
+        return super().parse(signature, completion)
 
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
         chosen = _chosen_response_format(
@@ -73,10 +98,8 @@ class VocabularyJSONAdapter(dspy.JSONAdapter):
         schemas = current_reply_schemas()
         if schemas and chosen.get("type") == "json_schema":
             json_schema = chosen["json_schema"]
-            chosen = {
-                **chosen,
-                "json_schema": {**json_schema, "schema": with_reply_schemas(json_schema["schema"], schemas)},
-            }
+            limited = _strict(with_reply_schemas(json_schema["schema"], schemas))
+            chosen = {**chosen, "json_schema": {**json_schema, "schema": limited}}
         else:
             chosen = copy.deepcopy(chosen)  # the kept one is shared by every call and thread
         lm_kwargs["response_format"] = chosen
@@ -102,3 +125,12 @@ def _chosen_response_format(
 
         return type_to_response_format_param(response_format)
     return response_format
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (changed in place) made strict as LiteLLM makes a type's schema for a request (OpenAI's
+    pass: each object's properties all required and no others, no null defaults), so that the call's
+    reply schemas are sent as the rest of the schema is (`_chosen_response_format`)."""
+    from openai.lib._pydantic import _ensure_strict_json_schema
+
+    return _ensure_strict_json_schema(schema, path=(), root=schema)

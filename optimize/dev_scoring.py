@@ -7,6 +7,7 @@ comparison of two programs resamples.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import NamedTuple, TextIO
 
@@ -32,6 +33,12 @@ class DevScore(NamedTuple):
     errors: int
     episode_scores: tuple[EpisodeScore, ...] = ()
     """Each dev episode's score, in dev order: what the paired comparison of two programs resamples."""
+    latencies_s: tuple[float, ...] = ()
+    """Each dev episode's wall time, in dev order (a reply from DSPy's cache takes next to none)."""
+
+    @property
+    def median_latency_s(self) -> float | None:
+        return float(statistics.median(self.latencies_s)) if self.latencies_s else None
 
 
 def evaluate_program(
@@ -48,6 +55,7 @@ def evaluate_program(
     wrong model name, a server down), and a score of 0 would hide that.
     """
     results: list[ExtractionResult | None] = []
+    latencies: list[float] = []
     failures = []
     outcomes = run_episodes(program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers)
     bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
@@ -56,9 +64,10 @@ def evaluate_program(
         if outcome.result is None:
             failures.append(outcome.error)
         results.append(outcome.result)
+        latencies.append(outcome.latency_s)
     if failures and len(failures) == len(episodes):
         raise failures[0]
-    return dev_score(episodes, results)
+    return dev_score(episodes, results)._replace(latencies_s=tuple(latencies))
 
 
 def dev_score(episodes: Sequence[LabeledEpisode], results: Sequence[ExtractionResult | None]) -> DevScore:

@@ -19,7 +19,7 @@ import dspy
 
 from edgewise.data.loader import to_examples
 from edgewise.data.sampling import stratified_sample
-from edgewise.eval.feedback import edge_metric
+from edgewise.eval.feedback import edge_and_attribute_metric, edge_metric
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.type_signatures import TypeSignatures
 from edgewise.optimize.budget import gepa_metric_calls, mipro_size
@@ -48,18 +48,33 @@ class SearchResult(NamedTuple):
     notes: Mapping[str, Any] = MappingProxyType({})
 
 
-def searched_predictors(settings: OptimizeSettings, episodes: Sequence[LabeledEpisode]) -> tuple[str, ...]:
+def searched_predictors(
+    settings: OptimizeSettings, episodes: Sequence[LabeledEpisode], student: EdgeExtractor | None = None
+) -> tuple[str, ...]:
     """The predictors an instruction search tunes: those the program calls on these episodes.
 
     `extract` always; `reflect` only with reflexion rounds; `attributes` only when some episode's
-    relationship types declare attributes. The others keep the uncompiled program's instructions.
+    relationship types declare attributes and the program has an attribute call (not with attributes
+    written in the extraction reply, which `extract` tunes). The others keep the uncompiled program's
+    instructions.
     """
     names = ["extract"]
     if settings.reflexion_rounds > 0:
         names.append("reflect")
-    if any(edge_type.attributes for episode in episodes for edge_type in episode.edge_types):
+    calls_attributes = student is None or student.options.attributes != "in-extraction"
+    if calls_attributes and any(
+        edge_type.attributes for episode in episodes for edge_type in episode.edge_types
+    ):
         names.append("attributes")
     return tuple(names)
+
+
+def search_metric(program: EdgeExtractor) -> Any:
+    """The metric an instruction search scores candidates by: attribute accuracy in it when it tunes
+    `attributes` (a predictor `tuned_only` left shown), since only then can the attribute step's
+    instructions move the score (`edge_and_attribute_metric`); else plain edge-F1 (`edge_metric`)."""
+    tuned = {name for name, _ in program.named_predictors()}
+    return edge_and_attribute_metric if "attributes" in tuned else edge_metric
 
 
 def uncompiled_program(settings: OptimizeSettings, signatures: TypeSignatures) -> EdgeExtractor:
@@ -103,12 +118,16 @@ def search(
     score: Scorer,
     calls_spent: Callable[[], int],
     say: Callable[[str], None],
+    score_uncached: Scorer | None = None,
+    max_samples: int | None = None,
 ) -> SearchResult:
     """Run the search `settings.optimizer` names from `start` and return what it picked.
 
     `student` is the uncompiled program (gold demos are picked for its reply shape); `start` is where
     the search begins: `student`, or for an instruction search it with only the tuned predictors
     shown and possibly gold demos (`starting_program`). `before` is the uncompiled program's dev score.
+    `score_uncached` scores without DSPy's cache (a cost lever's timings); `max_samples` bounds the
+    replies one request may ask for.
     """
     if settings.optimizer == "program":
         program, searched, levers = search_program(
@@ -126,6 +145,8 @@ def search(
             calls_spent=calls_spent,
             say=say,
             levers=settings.levers or LEVERS,
+            score_uncached=score_uncached,
+            max_samples=max_samples,
         )
         return SearchResult(program, searched, {"levers": [result.record() for result in levers]})
     return SearchResult(_compile(settings, start, train, dev, task_lm, teacher_lm))
@@ -147,7 +168,7 @@ def starting_program(
     start = student.deepcopy()
     if settings.optimizer not in INSTRUCTION_SEARCHES:
         return start, None
-    tuned = searched_predictors(settings, [*train, *dev])
+    tuned = searched_predictors(settings, [*train, *dev], student)
     start.tuned_only(tuned)
     if settings.gold_demos:
         chosen = gold_demo_pick(settings, student, train, seed=settings.seed)
@@ -189,7 +210,7 @@ def _compile(
     if settings.optimizer == "mipro":
         candidates, trials = mipro_size(settings, len(dev))
         optimizer = dspy.MIPROv2(
-            metric=edge_metric,
+            metric=search_metric(student),
             prompt_model=teacher_lm or task_lm,
             task_model=task_lm,
             teacher_settings=teacher_settings,
@@ -220,7 +241,7 @@ def _compile(
         )
     budgeted = settings.budget is not None
     optimizer = dspy.GEPA(
-        metric=edge_metric,
+        metric=search_metric(student),
         auto=None if budgeted else settings.auto or "light",
         # Metric calls are task-model calls; the reflection model's calls come on top of them.
         max_metric_calls=gepa_metric_calls(settings),

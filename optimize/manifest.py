@@ -42,10 +42,10 @@ def public_model_name(model: str | None, secrets: Sequence[str | None] = ()) -> 
     return redact(_URL_CREDENTIALS.sub("", model), secrets, max_chars=None)
 
 
-def paired_record(paired: PairedDifference) -> dict[str, Any]:
-    """The paired dev comparison as the manifest stores it."""
+def paired_record(paired: PairedDifference, stat: str = "edge_f1_micro") -> dict[str, Any]:
+    """The paired dev comparison of `stat` as the manifest stores it."""
     return {
-        "stat": "edge_f1_micro",
+        "stat": stat,
         "difference": round(paired.difference, 4),
         "low": round(paired.low, 4),
         "high": round(paired.high, 4),

@@ -5,18 +5,80 @@
 graphiti-core (the `[graphiti]` extra), sent and parsed as Graphiti does / with structured output;
 `default` is the uncompiled `EdgeExtractor`; anything else is a compiled-program directory or the name
 of one shipped with edgewise (see `edgewise.optimize.artifact`).
+
+Where no program is named (`edgewise extract`, `serve` and `bench` without `--program(s)`,
+`EdgewiseLLMClient` without `program=`, the Ray stage), `choose_program` picks the shipped program
+compiled for the model in use. Several shipped programs may name one task model (a frozen baseline,
+candidates, a newer one), so the choice is written down, not inferred: `optimize/compiled/defaults.json`
+maps a local model to its program, and `tests/test_default_program.py` checks it against the shipped
+manifests' `task_model`. Any other model (a hosted model string, your own server) gets `default`.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import json
+from functools import cache
+from importlib import resources
+from typing import Final, NamedTuple
 
 import dspy
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
+from edgewise.runtime.local_models import LocalModelError, is_local_model, resolve_local_model
 
 BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "graphiti", "graphiti-structured", "default")
+UNCOMPILED: Final = "default"
+DEFAULTS_FILE: Final = "defaults.json"
+"""In `optimize/compiled/`: each local model (`local/<name>`) -> the program run on it by default."""
+
+
+@cache
+def shipped_defaults() -> dict[str, str]:
+    """The committed model -> default program map (`optimize/compiled/defaults.json`)."""
+    from edgewise.optimize.artifact import SHIPPED_FOLDER, SHIPPED_PACKAGE
+
+    text = resources.files(SHIPPED_PACKAGE).joinpath(SHIPPED_FOLDER, DEFAULTS_FILE).read_text("utf-8")
+    return dict(json.loads(text))
+
+
+def model_key(model: str) -> str:
+    """The name a manifest's `task_model` gives `model`: `local` -> `local/qwen2.5-coder-1.5b`.
+
+    A local name edgewise does not know is returned as given (opening it fails with the known names).
+    """
+    if not is_local_model(model):
+        return model
+    try:
+        return f"local/{resolve_local_model(model).name}"
+    except LocalModelError:
+        return model
+
+
+class ProgramChoice(NamedTuple):
+    """The program a command runs, and why: what a one-line notice says before the first result."""
+
+    name: str
+    why: str
+
+    def notice(self) -> str:
+        """`program qwen2.5-coder-1.5b-program (the shipped program compiled for local/...)`."""
+        return f"program {self.name} ({self.why})"
+
+
+def choose_program(spec: str | None, model: str) -> ProgramChoice:
+    """`spec` when given; otherwise the shipped program compiled for `model`, else the uncompiled one."""
+    if spec is not None:
+        return ProgramChoice(spec, "named")
+    key = model_key(model)
+    name = shipped_defaults().get(key)
+    if name is None:
+        return ProgramChoice(UNCOMPILED, f"the uncompiled program: no shipped program is compiled for {key}")
+    if name == UNCOMPILED:
+        return ProgramChoice(UNCOMPILED, f"the uncompiled program, the one chosen for {key}")
+    return ProgramChoice(
+        name, f"the shipped program compiled for {key}; name `default` for the uncompiled one"
+    )
 
 
 def resolve_program(
@@ -41,7 +103,7 @@ def resolve_program(
                 f"({error})"
             ) from None
         return GraphitiPromptExtractor(structured=spec == "graphiti-structured")
-    if spec == "default":
+    if spec == UNCOMPILED:
         return EdgeExtractor(max_reflexion_rounds=rounds, closed_types=not open_types)
     from edgewise.optimize.artifact import load
 

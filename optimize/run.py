@@ -49,6 +49,7 @@ def optimize(
     teacher_model: str | None = None,
     secrets: Sequence[str | None] = (),
     progress: TextIO | None = sys.stderr,
+    max_samples: int | None = None,
 ) -> OptimizeReport:
     """Compile an `EdgeExtractor` for `task_lm` and save it to `out`; return what happened.
 
@@ -58,6 +59,8 @@ def optimize(
     otherwise. `settings.budget` caps the search's LM calls (all models, cached replies included);
     the dev evaluations before and after are counted separately. `task_model` / `teacher_model` are
     the names recorded in the manifest (default: the LMs' `model`); `secrets` are removed from them.
+    `max_samples` is how many replies one request to `task_lm` may ask for (a local server's slots;
+    None: no limit known), which bounds the `samples` lever.
 
     The best program found is written whenever a candidate beats it on dev, and again at the end,
     also after Ctrl-C (re-raised), a crash (re-raised) or an exhausted budget (status
@@ -94,6 +97,11 @@ def optimize(
             program, dev_split.episodes, workers=settings.workers, progress=progress, label=label
         )
 
+    def score_uncached(program: dspy.Module, label: str) -> DevScore:
+        """`score` with every request sent to the model, so that the pass's timings are real."""
+        with dspy.context(lm=task_lm.copy(cache=False)):
+            return score(program, label)
+
     say(
         f"{settings.optimizer}: {len(train_split.episodes)} train, {len(dev_split.episodes)} dev episodes; "
         "scoring the uncompiled program on dev"
@@ -118,6 +126,8 @@ def optimize(
             task_lm=task_lm,
             teacher_lm=teacher_lm,
             score=score,
+            score_uncached=score_uncached,
+            max_samples=max_samples,
             calls_spent=lambda: search_meter.calls.calls,
             say=say,
         ),
@@ -129,7 +139,12 @@ def optimize(
     )
     pick = score_pick(outcome.found, best, score, say)
     record.usage["after"] = pick.usage
-    program, after, selection_notes = keep_if_better(pick, student, before, say)
+    kept_by = {
+        row["stat"]
+        for row in (outcome.found.notes.get("levers", []) if outcome.found is not None else [])
+        if row.get("kept") and row.get("stat") != "edge_f1_micro"
+    }
+    program, after, selection_notes = keep_if_better(pick, student, before, say, sorted(kept_by))
     record.learned["program_options"] = program.options.model_dump()
     manifest = record.manifest(
         program,

@@ -3,16 +3,19 @@
 An optimizer's pick is scored on dev (or its own full dev score is reused); when it scores below the
 best candidate the checkpoints saw, that one is kept instead. Then the paired rule: the compiled
 program replaces the uncompiled one only when the paired 95% interval of its dev edge-F1 minus the
-uncompiled one's lies above 0, so a gain inside the noise of a small dev split changes nothing.
+uncompiled one's lies above 0 (or, for a change the program search judged by another statistic,
+that statistic's with edge-F1 no worse), so a gain inside the noise of a small dev split changes
+nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import dspy
 
+from edgewise.eval.intervals import Stat
 from edgewise.eval.paired import paired_difference
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.checkpoints import BestTracker
@@ -60,11 +63,34 @@ def score_pick(
 
 
 def keep_if_better(
-    pick: Scored, student: dspy.Module, before: DevScore, say: Callable[[str], None]
+    pick: Scored,
+    student: dspy.Module,
+    before: DevScore,
+    say: Callable[[str], None],
+    judged_by: Sequence[Stat] = (),
 ) -> tuple[dspy.Module, DevScore, dict[str, Any]]:
-    """The kept program, its dev score, and the manifest's notes on the paired selection."""
+    """The kept program, its dev score, and the manifest's notes on the paired selection.
+
+    `judged_by` are the statistics other than edge-F1 that the search kept a change by (validAt
+    accuracy for dates from facts, attribute accuracy for an attribute formulation): a pick whose
+    edge-F1 is no worse (the interval's upper end at least 0) is also kept when one of them is
+    better beyond noise, since such a change may leave every edge as it was.
+    """
     paired = paired_difference(before.episode_scores, pick.dev_score.episode_scores)
     notes: dict[str, Any] = {"paired_dev_difference": paired_record(paired)}
+    if not paired.better and paired.high >= 0:
+        for stat in judged_by:
+            try:
+                other = paired_difference(before.episode_scores, pick.dev_score.episode_scores, stat=stat)
+            except ValueError:  # nothing to judge it on
+                continue
+            if other.better:
+                notes["paired_dev_difference_by"] = paired_record(other, stat)
+                notes["selected"] = "compiled"
+                say(
+                    f"dev {stat} difference {other.text()}, edge-F1 {paired.text()}: the compiled program is kept"
+                )
+                return pick.program, pick.dev_score, notes
     if not paired.better:
         if pick.program is not student:
             say(

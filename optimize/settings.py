@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal
 
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
-from edgewise.optimize.program_search import LEVERS
+from edgewise.optimize.program_search import parse_lever
 from edgewise.signatures.extract_edges import OutputShape
 
 OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold", "program"]
@@ -100,9 +100,8 @@ class OptimizeSettings:
             raise ValueError("dev_size must be >= 1 episode")
         if (self.candidates is None) != (self.trials is None) and self.optimizer == "mipro":
             raise ValueError("mipro: give both candidates and trials (they replace auto), or neither")
-        unknown_levers = sorted(set(self.levers or ()) - set(LEVERS))
-        if unknown_levers:
-            raise ValueError(f"unknown lever(s) {', '.join(unknown_levers)}; known: {', '.join(LEVERS)}")
+        for lever in self.levers or ():
+            parse_lever(lever)
 
     def candidate_count(self) -> int:
         """Candidates bootstrap or gold tries: `candidates`, else the optimizer's own default."""

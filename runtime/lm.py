@@ -8,6 +8,7 @@ and error messages are the same everywhere. The model comes from the caller or t
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from typing import Any, Final, Literal
 
 import dspy
 from dspy.clients import base_lm
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.runtime.errors import EdgewiseError
@@ -47,7 +48,13 @@ class LMConfigError(EdgewiseError, ValueError):
 
 
 class LMConfig(BaseModel):
-    """How to reach a model. `api_key` is never written to artifacts, logs or error messages."""
+    """How to reach a model. `api_key` is never written to artifacts, logs or error messages.
+
+    An unknown field is refused (`LMConfig(max_retries=0)` is a `TypeError` naming `num_retries`):
+    a misspelled setting would otherwise be dropped without a word and the run go on without it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = DEFAULT_MODEL
     api_base: str | None = None
@@ -64,6 +71,14 @@ class LMConfig(BaseModel):
     keep_history: int = Field(default=0, ge=0)
     """LM calls whose prompts and replies DSPy keeps for `inspect_history` (its global list, the LM's
     and each calling module's), a debugging aid; 0 keeps none, as a process that runs for weeks must."""
+    local_slots: int = Field(default=1, ge=1)
+    """Parallel slots of the bundled local model's server: replies one request may sample (`n`)."""
+
+    def __init__(self, /, **data: Any) -> None:
+        unknown = sorted(set(data) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(unknown_fields_message(unknown))
+        super().__init__(**data)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LMConfig:
@@ -79,6 +94,20 @@ class LMConfig(BaseModel):
     @property
     def is_local(self) -> bool:
         return is_local_model(self.model)
+
+
+def unknown_fields_message(unknown: list[str]) -> str:
+    """`LMConfig has no field max_retries (did you mean num_retries?); its fields: model, ...`.
+
+    Values are never part of the message, so a key given under a wrong name is not echoed.
+    """
+    fields = list(LMConfig.model_fields)
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, fields, n=1)
+        named.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    plural = "s" if len(unknown) > 1 else ""
+    return f"LMConfig has no field{plural} {', '.join(named)}; its fields: {', '.join(fields)}"
 
 
 class EdgewiseLM(dspy.LM):
@@ -290,7 +319,7 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
             "timeout_s": max(config.timeout_s, LOCAL_TIMEOUT_S),
         }
     )
-    with LocalServer(spec) as server:
+    with LocalServer(spec, slots=config.local_slots) as server:
         yield build_lm(
             local,
             model_name=f"openai/{server.model_name}",

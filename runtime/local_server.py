@@ -218,8 +218,12 @@ class LocalServer:
         keep_log: bool = False,
         speculative: bool | None = None,
         build: bool | None = None,
+        slots: int = 1,
     ) -> None:
+        if slots < 1:
+            raise ValueError("a server needs at least one slot")
         self.spec = spec
+        self.slots = slots
         self.model_name = spec.name
         self.threads = threads if threads is not None else default_threads()
         self.ctx_size = ctx_size if ctx_size is not None else spec.ctx_size
@@ -286,16 +290,20 @@ class LocalServer:
         return counters
 
     def command(self, model_file: Path, port: int) -> list[str]:
-        """The ``llama-server`` command line for this model, port, context size and thread count."""
+        """The ``llama-server`` command line for this model, port, context size and thread count.
+
+        llama-server divides its context among its slots, so each slot gets the model's full context;
+        more than one slot lets one request ask for several replies (`n`), decoded side by side.
+        """
         assert self.binary is not None
         return [
             str(self.binary.path),
             "-m", str(model_file),
             "--host", HOST,
             "--port", str(port),
-            "-c", str(self.ctx_size),
+            "-c", str(self.ctx_size * self.slots),
             "-t", str(self.threads),
-            "-np", "1",
+            "-np", str(self.slots),
             "--no-webui",
             "--alias", self.model_name,
             *(speculative_args(self.binary) if self.speculative else ()),
@@ -515,7 +523,7 @@ SPECULATIVE_ARGS: Final = ("--spec-type", "ngram-simple")
 request (the episode it copies names and facts from, the keys of earlier edges) and checks the draft
 in one batch. At temperature 0 the reply is the same as without it; it pays where replies repeat
 themselves, so each model's registry entry says whether to use it (`LocalModelSpec.speculative`,
-measured with benchmarks/local_runtime.py, README "Local runtime")."""
+measured with benchmarks/local_runtime.py, docs/results.md "Local runtime")."""
 
 
 def speculative_args(binary: ServerBinary) -> tuple[str, ...]:

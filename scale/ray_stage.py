@@ -44,7 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
-from edgewise.optimize.programs import BUILTIN_PROGRAMS, resolve_program
+from edgewise.optimize.programs import BUILTIN_PROGRAMS, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import encode_record
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, bound_memory_cache, build_lm, lm_context
@@ -209,7 +209,7 @@ def check_settings(lm: LMConfig, *, concurrency: int, workers: int, api_bases: S
 def extract(
     dataset: ray.data.Dataset,
     *,
-    program: str = "default",
+    program: str | None = None,
     lm: LMConfig | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     api_bases: Sequence[str] = (),
@@ -221,6 +221,9 @@ def extract(
     num_cpus: float = DEFAULT_ACTOR_CPUS,
 ) -> ray.data.Dataset:
     """`dataset`'s rows extracted by `program` on `concurrency` actors: one output row per input row.
+
+    `program` is a name or folder as `edgewise extract --program` takes; left out, the shipped program
+    compiled for `lm`'s model runs, else `default` (`edgewise.optimize.programs.choose_program`).
 
     A row is an episode in the seed's JSON shape (`episodeContent`, `entities`, `referenceTime`, ...,
     and an optional `id`) as `ray.data.read_parquet` or `read_json` gives it, or a `raw` column
@@ -238,6 +241,7 @@ def extract(
     """
     config = lm or LMConfig.from_env()
     check_settings(config, concurrency=concurrency, workers=workers, api_bases=api_bases)
+    program = choose_program(program, config.model).name
     resolve_program(program, reflexion_rounds=reflexion_rounds, open_types=open_types)
     bases = list(api_bases)
     # What every actor is constructed with (what Ray serializes): settings, never a key.

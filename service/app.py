@@ -454,10 +454,12 @@ def create_app(
     max_entities: int = DEFAULT_MAX_ENTITIES,
     workers: int = DEFAULT_WORKERS,
     max_batch: int = DEFAULT_MAX_BATCH,
+    program_name: str | None = None,
 ) -> FastAPI:
     """The edgewise HTTP app around `program` (called as `program(episode=...)`, returning `.result`).
 
-    `lm` is the model the program runs with (None: whatever `dspy.configure` set). `api_token`, when
+    `lm` is the model the program runs with (None: whatever `dspy.configure` set); `program_name` is
+    what `/healthz` says runs (default: the program's class name). `api_token`, when
     set, is required as `Authorization: Bearer <token>` on every `/v1/` route. At most `workers`
     extractions run at once; other requests wait for a free worker.
     """
@@ -574,7 +576,7 @@ def create_app(
     async def healthz() -> Health:
         return Health(
             status="ok",
-            program=type(program).__name__,
+            program=program_name or type(program).__name__,
             model=getattr(lm, "model", None),
             workers=workers,
         )

@@ -10,12 +10,15 @@ episode that brought them) and kept in a bounded cache.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import dspy
 from pydantic import BaseModel, Field, create_model
 
 from edgewise.signatures.schema import KEPT_SIGNATURES
-from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType
+from edgewise.signatures.types import AttributeKind, EdgeType
+
+_Declared = tuple[tuple[str, AttributeKind, str], ...]
 
 _KIND_TO_TYPE: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 
@@ -41,15 +44,39 @@ class ExtractEdgeAttributes(dspy.Signature):
 
 
 def attributes_model(edge_type: EdgeType) -> type[BaseModel]:
-    """A pydantic model with one optional field per declared attribute (null = not stated)."""
-    fields = {
-        attribute.name: (
-            _KIND_TO_TYPE[attribute.kind] | None,
-            Field(default=None, description=attribute.description),
-        )
-        for attribute in edge_type.attributes
+    """A pydantic model with one optional field per declared attribute (null = not stated); the same
+    type name and attributes give the same class."""
+    declared = tuple(
+        (attribute.name, attribute.kind, attribute.description) for attribute in edge_type.attributes
+    )
+    return _attributes_model(edge_type.name, declared)
+
+
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
+def _attributes_model(name: str, declared: _Declared) -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        field: (_KIND_TO_TYPE[kind] | None, Field(default=None, description=text))
+        for field, kind, text in declared
     }
-    return create_model(f"{_camel(edge_type.name)}Attributes", **fields)
+    return create_model(f"{_camel(name)}Attributes", **fields)
+
+
+def attributes_schema(edge_type: EdgeType) -> dict[str, Any]:
+    """The JSON schema of one edge's attributes object in a per-call reply schema: every declared
+    attribute present, of its kind or null, and nothing else (what `attributes_model` states, in the
+    shape a decoding grammar and a strict structured output both take)."""
+    return {
+        "type": "object",
+        "properties": {
+            attribute.name: {
+                "type": [attribute.kind, "null"],
+                **({"description": attribute.description} if attribute.description else {}),
+            }
+            for attribute in edge_type.attributes
+        },
+        "required": [attribute.name for attribute in edge_type.attributes],
+        "additionalProperties": False,
+    }
 
 
 def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> type[dspy.Signature]:
@@ -58,20 +85,12 @@ def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> typ
     Built from the predictor's current signature so that tuned instructions carry over; the same
     signature and attributes give the same class.
     """
-    declared = tuple(
-        (attribute.name, attribute.kind, attribute.description) for attribute in edge_type.attributes
-    )
-    return _attributes_signature(base, edge_type.name, declared)
+    return _attributes_signature(base, attributes_model(edge_type))
 
 
 @functools.lru_cache(maxsize=KEPT_SIGNATURES)
-def _attributes_signature(
-    base: type[dspy.Signature], name: str, declared: tuple[tuple[str, AttributeKind, str], ...]
-) -> type[dspy.Signature]:
-    attributes = [EdgeAttribute(name=field, kind=kind, description=text) for field, kind, text in declared]
-    return base.with_updated_fields(
-        "attributes", type_=attributes_model(EdgeType(name=name, attributes=attributes))
-    )
+def _attributes_signature(base: type[dspy.Signature], model: type[BaseModel]) -> type[dspy.Signature]:
+    return base.with_updated_fields("attributes", type_=model)
 
 
 def _camel(name: str) -> str:

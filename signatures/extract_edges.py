@@ -13,7 +13,14 @@ import dspy
 from pydantic import BaseModel
 
 from edgewise.signatures.schema import KEPT_SIGNATURES
-from edgewise.signatures.types import CompactEdge, CompactEdgeTextDates, Edge, ExtractedEdge, format_utc
+from edgewise.signatures.types import (
+    CompactEdge,
+    CompactEdgeTextDates,
+    Edge,
+    ExtractedEdge,
+    SpanEdge,
+    format_utc,
+)
 
 
 class ExtractEdges(dspy.Signature):
@@ -126,9 +133,31 @@ def in_seed_order(signature: type[dspy.Signature]) -> type[dspy.Signature]:
     )
 
 
-def extract_signature(shape: OutputShape, input_order: str = "shared-first") -> type[dspy.Signature]:
-    """`ExtractEdges` with the reply shape the model writes, its inputs in `input_order`."""
-    signature = _shaped_signature(shape)
+_SPAN_TASK: Final = (
+    "\n\n# SENTENCES\nThe CURRENT EPISODE's sentences are numbered [1], [2], ... Instead of writing each "
+    "fact, give the number of the sentence that states it: that sentence is the fact."
+)
+
+
+def span_signature(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    """`signature` whose edges name the sentence that states them instead of writing the fact."""
+    return (
+        signature.with_instructions(signature.instructions + _SPAN_TASK)
+        .with_updated_fields(
+            "episode_content", desc="CURRENT EPISODE: the text to extract facts from, its sentences numbered"
+        )
+        .with_updated_fields("edges", type_=list[SpanEdge])
+    )
+
+
+def extract_signature(
+    shape: OutputShape, input_order: str = "shared-first", *, fact_span: bool = False
+) -> type[dspy.Signature]:
+    """`ExtractEdges` with the reply shape the model writes, its inputs in `input_order`; with
+    `fact_span`, each edge names its sentence instead of writing its fact (the seed shape only)."""
+    if fact_span and shape != "seed":
+        raise ValueError("a fact span replaces the seed shape's fact; other reply shapes have none")
+    signature = span_signature(ExtractEdges) if fact_span else _shaped_signature(shape)
     return in_seed_order(signature) if input_order == "seed" else signature
 
 

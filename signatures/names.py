@@ -10,6 +10,27 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+from typing import Final
+
+FORMS_OF_ADDRESS: Final[frozenset[str]] = frozenset(
+    {
+        "sir",
+        "ma'am",
+        "madam",
+        "mom",
+        "mommy",
+        "dad",
+        "daddy",
+        "honey",
+        "sweetie",
+        "man",
+        "dude",
+        "buddy",
+        "baby",
+    }
+)
+"""Words a speaker calls someone by that are not their name ("Sir?", "honey"), in lower case: DialogRE
+labels some of them as alternate names, and a transcript's speakers are not named by them."""
 
 
 @lru_cache(maxsize=1 << 16)

@@ -89,3 +89,15 @@ def _resolved(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     for key in reference[2:].split("/"):
         target = target[key]
     return _resolved(root, target)
+
+
+NULLABLE_STRING: Final[dict[str, Any]] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+"""A reply property that is a string or null (a date the model may leave out)."""
+MAX_FACT_CHARS: Final = 160
+"""A fact is one short sentence; per-call schemas cap it, as a small model otherwise copies the whole
+episode into it."""
+
+
+def string_schema(values: list[str]) -> dict[str, Any]:
+    """A string property: one of `values`, or any string when there are none (an open vocabulary)."""
+    return {"type": "string", "enum": list(values)} if values else {"type": "string"}

@@ -93,6 +93,18 @@ class EdgeAttribute(_CamelModel):
     kind: AttributeKind = "string"
     description: str = ""
 
+    def accepts(self, value: object) -> bool:
+        """Whether `value` is null or of this attribute's kind (a JSON boolean is not a number)."""
+        if value is None:
+            return True
+        if isinstance(value, bool):
+            return self.kind == "boolean"
+        if isinstance(value, int):
+            return self.kind in ("integer", "number")
+        if isinstance(value, float):
+            return self.kind == "number"
+        return isinstance(value, str) and self.kind == "string"
+
 
 EntityTypeName = Annotated[Text, Field(min_length=1)]
 
@@ -101,7 +113,9 @@ class EdgeType(_CamelModel):
     """A relationship type the caller cares about, with its meaning and optional attributes.
 
     `source_types` / `target_types` are its signature: the entity types its source and target may
-    have (None: any). Each must be the type of some entity of the episode (checked by `Episode`).
+    have (None: any). A memory system keeps one schema for its whole graph, so a signature may name
+    types that no entity of this episode has; where it fits no pair of the episode, the type simply
+    never applies (`edgewise.signatures.file_types` finds the names no entity of a whole file has).
     """
 
     name: Text = Field(min_length=1)
@@ -195,6 +209,19 @@ class CompactEdgeTextDates(CompactEdge):
         default=None,
         description="when it stopped being true: YYYY-MM-DD, or the time words of the text, or null",
     )
+
+
+class SpanEdge(BaseModel):
+    """An edge as the model writes it, with the number of the sentence that states it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    relationshipType: _RelationType
+    sourceEntityName: _SubjectName
+    targetEntityName: _ObjectName
+    sentence: int = Field(description="the number of the CURRENT EPISODE's sentence that states the fact")
+    validAt: _UtcInstant = None
+    invalidAt: _UtcInstant = None
 
 
 class Edge(_CamelModel):
@@ -326,7 +353,10 @@ class Episode(_CamelModel):
 
     An episode without entities is refused: edges join two of the episode's entities, so it could
     only ever "succeed" with no edges, which hides a misspelled or misnamed list. Unknown fields are
-    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning.
+    not errors; they are listed in `ignored_fields` and reported as an `ignored_field` warning. An
+    input with gold `edges` is a labeled episode (a line of a labeled file, an input like any
+    other): its own fields (`id`, `source`, `license`, `exhaustive`, `edges`: `LabeledEpisode`) are
+    known there, and extraction does not read its gold.
     """
 
     model_config = ConfigDict(extra="ignore", json_schema_extra=_ENTITY_LIST_RULES)
@@ -379,39 +409,6 @@ class Episode(_CamelModel):
     def _utc(cls, value: datetime) -> datetime:
         return _as_utc(value)
 
-    @field_validator("edge_types")
-    @classmethod
-    def _known_entity_types(cls, value: list[EdgeType], info: ValidationInfo) -> list[EdgeType]:
-        """A signature may name only entity types the episode's entities have (when they have any).
-
-        A misspelt type in `sourceTypes` would otherwise make every edge of that type impossible and
-        drop it; an error that names the field is the clearer outcome.
-        """
-        entities = info.data.get("entities") or info.data.get("nodes") or []
-        known = {entity.type for entity in entities if entity.type}
-        if not known:
-            return value  # untyped entities: signatures cannot apply, and are not an error
-        problems = [
-            InitErrorDetails(
-                type=PydanticCustomError(
-                    "unknown_entity_type",
-                    "{names} is not the type of any entity of this episode (entity types: {known})",
-                    {"names": ", ".join(map(repr, unknown)), "known": ", ".join(sorted(known))},
-                ),
-                loc=(index, field),
-                input=names,
-            )
-            for index, edge_type in enumerate(value)
-            for field, names in (
-                ("sourceTypes", edge_type.source_types),
-                ("targetTypes", edge_type.target_types),
-            )
-            if (unknown := [name for name in names or [] if name not in known])
-        ]
-        if problems:  # located at edgeTypes[i].sourceTypes, so every path names that field
-            raise ValidationError.from_exception_data(cls.__name__, problems)
-        return value
-
     @property
     def ignored_fields(self) -> tuple[str, ...]:
         """The input's fields this episode did not read (`tags`, `nodes[0].uuid`), in input order."""
@@ -427,8 +424,11 @@ class Episode(_CamelModel):
 
 
 def _unknown_fields(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
-    """The keys of `data` (and of its entity objects) that `model` and `Entity` do not read."""
-    known = _field_names(model)
+    """The keys of `data` (and of its entity objects) that `model` and `Entity` do not read.
+
+    A labeled episode's fields are known in an input that has gold `edges` (see `Episode`).
+    """
+    known = _field_names(model) | (_field_names(LabeledEpisode) if "edges" in data else frozenset())
     unknown = [str(key) for key in data if key not in known]
     entity_fields = _field_names(Entity)
     for name in ENTITY_LISTS:

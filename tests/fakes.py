@@ -11,12 +11,13 @@ from typing import Any
 import dspy
 from litellm import ModelResponse
 
-Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
+Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str | list[str]]
 
 
 class ScriptedLM(dspy.BaseLM):
     """Answers each call with `responder(messages, kwargs)` (or the next string of a list).
 
+    A responder may return a list of strings: the replies of a request that asks for several (`n`).
     Usage is 10 prompt tokens per message and 1 completion token per 4 characters, so tests can check
     accounting against numbers they compute themselves.
     """
@@ -31,16 +32,19 @@ class ScriptedLM(dspy.BaseLM):
         messages = messages or [{"role": "user", "content": prompt or ""}]
         with self._lock:
             self.calls.append({"messages": messages, "kwargs": kwargs})
-            text = self._replies(messages, kwargs) if callable(self._replies) else next(self._replies)
+            reply = self._replies(messages, kwargs) if callable(self._replies) else next(self._replies)
+        texts = reply if isinstance(reply, list) else [reply]
+        completion = sum(len(text) // 4 for text in texts)
         return ModelResponse(
             model=self.model,
             choices=[
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                {"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                for i, text in enumerate(texts)
             ],
             usage={
                 "prompt_tokens": 10 * len(messages),
-                "completion_tokens": len(text) // 4,
-                "total_tokens": 10 * len(messages) + len(text) // 4,
+                "completion_tokens": completion,
+                "total_tokens": 10 * len(messages) + completion,
             },
         )
 

@@ -1,4 +1,4 @@
-"""The batch contract of `edgewise extract`, checked end to end (README, "The batch contract").
+"""The batch contract of `edgewise extract`, checked end to end (docs/batch-contract.md).
 
 Generated batches mix good lines, bad JSON, bad fields, unknown keys, missing entities and invalid
 UTF-8; the mock OpenAI-compatible server answers each episode as a marker in its text asks (a normal

@@ -449,3 +449,21 @@ def test_baseline_gives_every_other_program_its_paired_difference(tmp_path: Path
     with pytest.raises(ValueError, match="baseline 'nope' is not one of the programs"):
         run_bench([LMConfig(model="x/y")], programs("seed"), load_fixture(), baseline="nope",
                   lm_factory=factory_for(respond), progress=False)  # fmt: skip
+
+
+def test_the_bundled_examples_are_a_labeled_file_the_bench_scores(tmp_path: Path) -> None:
+    """`edgewise bench --data data/examples/episodes.jsonl`: the README's first episodes get a figure."""
+    examples = Path(__file__).resolve().parents[1] / "data" / "examples" / "episodes.jsonl"
+    reply = edges_reply(edge("User", "WORKS_AT", "Globex", "The user works at Globex."))
+    with MockOpenAIServer(reply) as server:
+        status = main(
+            ["bench", "--data", str(examples), "--models", f"openai/mock@{server.api_base}"]
+            + ["--programs", "default", "--out", str(tmp_path), "--no-progress", "--max-retries", "0"]
+        )
+    assert status == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert (results["data"]["episodes"], results["data"]["gold_edges"]) == (10, 28)
+    [run] = results["runs"]
+    assert run["complete"] and run["failed_episodes"] == 0
+    # the one reply is right on example-07 only (the other episodes lack Globex, so it is dropped there)
+    assert [(e["id"], e["tp"]) for e in run["episodes"] if e["tp"]] == [("example-07", 1)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from edgewise.data import load_episodes, validate_file
 from edgewise.data.build import conversational
 from edgewise.data.build.conversational import (
     ConversationalSourceError,
@@ -22,7 +23,8 @@ from edgewise.data.build.conversational import (
     shipped_source,
     to_jsonl,
 )
-from edgewise.signatures.types import Episode, LabeledEpisode
+from edgewise.runtime.jsonl import parse_episode_line
+from edgewise.signatures.types import LabeledEpisode
 
 EXAMPLES_FILE = Path(__file__).resolve().parents[1] / "data" / "examples" / "episodes.jsonl"
 # A Tuesday in a leap year, late in the evening (UTC).
@@ -299,10 +301,51 @@ def test_a_bad_source_fails_with_conversation_turn_and_field(tmp_path: Path) -> 
         match=r"source.json: conversation 99, turn 1, edge 1, validAt: .*last weekend",
     ):
         build(_one_turn(text, [edge]))
-    with pytest.raises(ConversationalSourceError, match=r"turn 1, edge 1, target: 'Bob' is not in this turn"):
+    with pytest.raises(
+        ConversationalSourceError, match=r"turn 1, edge 1, target: 'Bob' is not in this episode's entities"
+    ):
         build(_one_turn(text, [edge | {"target": "Bob", "validAt": "ref"}]))
     with pytest.raises(ConversationalSourceError, match=r"'Carl' is not mentioned"):
         build(_one_turn(text, [], names=("User", "Ann", "Carl")))
+
+
+def test_every_declared_attribute_is_labeled_with_a_value_of_its_kind(tmp_path: Path) -> None:
+    text = "My sister Ann lives in Rome."
+    edge_types = [
+        {"name": "SIBLING_OF", "description": "Siblings.", "symmetric": True,
+         "attributes": [{"name": "relation"}, {"name": "twins", "kind": "boolean"}]},
+    ]  # fmt: skip
+    edge = {"type": "SIBLING_OF", "source": "User", "target": "Ann", "fact": text, "validAt": "ref",
+            "invalidAt": None}  # fmt: skip
+
+    def build(attributes: dict) -> list[dict]:
+        turn = _one_turn(text, [edge | {"attributes": attributes}])
+        return build_conversational_episodes(
+            read_source(_source_file(tmp_path, [turn], edge_types=edge_types))
+        )
+
+    (episode,) = build({"twins": None, "relation": "sister"})
+    assert episode["edges"][0]["attributes"] == {"relation": "sister", "twins": None}  # the type's order
+    assert episode["edgeTypes"][0]["attributes"][1] == {"name": "twins", "kind": "boolean", "description": ""}
+    with pytest.raises(ConversationalSourceError, match=r"edge 1, attributes: twins not labeled"):
+        build({"relation": "sister"})
+    with pytest.raises(
+        ConversationalSourceError, match=r"edge 1, attributes: age not declared by SIBLING_OF"
+    ):
+        build({"relation": "sister", "twins": None, "age": 3})
+    with pytest.raises(
+        ConversationalSourceError, match=r"edge 1, attributes.twins: 'no' is not of kind boolean"
+    ):
+        build({"relation": "sister", "twins": "no"})
+
+
+def test_the_shipped_labels_hold_values_and_null_answers(episodes: list[dict]) -> None:
+    """Enough labeled attributes to measure the attribute step: values and null answers alike."""
+    values = [
+        value for episode in episodes for edge in episode["edges"] for value in edge["attributes"].values()
+    ]
+    assert sum(value is not None for value in values) >= 80 and sum(value is None for value in values) >= 60
+    assert len(values) >= 150
 
 
 def test_a_source_file_of_the_wrong_shape_names_the_field(tmp_path: Path) -> None:
@@ -342,12 +385,46 @@ def test_examples_file_is_current_valid_and_not_copied_from_labeled_episodes(epi
     labeled_texts = {row["episodeContent"] for row in episodes} | {
         text for row in episodes for text in row["previousEpisodes"]
     }
-    for line in EXAMPLES_FILE.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        assert "edges" not in row
-        episode = Episode.model_validate({key: value for key, value in row.items() if key != "id"})
-        assert episode.episode_content not in labeled_texts
-        assert episode.edge_types and 2 <= len(episode.entities) <= 8
+    assert validate_file(EXAMPLES_FILE) == []
+    loaded = load_episodes(EXAMPLES_FILE)
+    for example in loaded:
+        assert example.episode_content not in labeled_texts
+        assert example.edge_types and 2 <= len(example.entities) <= 8
+        assert all(entity.type for entity in example.entities), example.id  # typed, as a memory's nodes are
+        # a signature on every offered type; the one example without edges offers types it cannot use
+        assert all(t.source_types and t.target_types for t in example.edge_types), example.id
+    assert sum(len(example.edges) for example in loaded) >= 25
+    assert [example.id for example in loaded if not example.edges] == ["example-04"]
+
+
+def test_examples_keep_a_shared_schema_and_an_injected_instruction_labeled_by_the_texts_facts() -> None:
+    by_id = {example.id: example for example in load_episodes(EXAMPLES_FILE)}
+    # example-04: LIVES_IN needs a Location, MEMBER_OF a Group; it has neither, which is valid input
+    types = {entity.type for entity in by_id["example-04"].entities}
+    assert {"Location", "Group"}.isdisjoint(types)
+    # example-07: the quoted instruction states no fact; the user works at Globex
+    [edge] = by_id["example-07"].edges
+    assert (edge.source_entity_name, edge.relationship_type, edge.target_entity_name) == (
+        "User",
+        "WORKS_AT",
+        "Globex",
+    )
+    # example-03: the move dates the new home and ends the old one
+    moved = {
+        (e.target_entity_name, e.valid_at, e.invalid_at)
+        for e in by_id["example-03"].edges
+        if e.source_entity_name == "User" and e.relationship_type == "LIVES_IN"
+    }
+    assert moved == {
+        ("Portland", datetime(2022, 1, 1, tzinfo=UTC), None),
+        ("Denver", None, datetime(2022, 1, 1, tzinfo=UTC)),
+    }
+
+
+def test_extract_reads_an_example_line_without_an_ignored_field_warning() -> None:
+    line = EXAMPLES_FILE.read_text(encoding="utf-8").splitlines()[0].encode()
+    parsed = parse_episode_line(line, 1, str(EXAMPLES_FILE))
+    assert parsed.episode is not None and parsed.id == "example-01" and parsed.warnings == ()
 
 
 def test_main_writes_both_files(tmp_path: Path) -> None:

@@ -117,6 +117,38 @@ def test_rules_beyond_the_types(tmp_path: Path) -> None:
     ]
 
 
+def with_role_attribute(edge_attributes: dict) -> dict:
+    """`good_line` whose WORKS_AT declares a string `role` and an integer `years`, its edge labeled so."""
+    line = good_line()
+    line["edgeTypes"][0]["attributes"] = [{"name": "role"}, {"name": "years", "kind": "integer"}]
+    line["edges"][0]["attributes"] = edge_attributes
+    return line
+
+
+def test_gold_attributes_must_be_declared_by_the_type_and_of_its_kind(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    assert errors_for(tmp_path, [with_role_attribute({"role": "engineer", "years": None})]) == []
+    where = f'{path} line 1, field "edges[0].attributes'
+    assert errors_for(tmp_path, [with_role_attribute({"title": "engineer", "years": "3", "role": 2})]) == [
+        f'{where}.title": WORKS_AT declares no attribute "title" in edgeTypes (it declares: role, years)',
+        f'{where}.years": "3" is not of kind integer (or null)',
+        f'{where}.role": 2 is not of kind string (or null)',
+    ]
+    untyped = good_line()
+    untyped["edges"][0]["attributes"] = {"role": None}  # WORKS_AT declares no attributes here
+    assert errors_for(tmp_path, [untyped]) == [
+        f'{where}.role": WORKS_AT declares no attribute "role" in edgeTypes (it declares: none)'
+    ]
+
+
+def test_stats_count_labeled_attribute_values_and_nulls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "mine.jsonl", [with_role_attribute({"role": "engineer", "years": None})])
+    assert cli_main(["data", "stats", "--data", str(path)]) == 0
+    assert "| 1/1 | 1 / 1 |" in capsys.readouterr().out
+
+
 def test_load_episodes_raises_the_first_problem(tmp_path: Path) -> None:
     line = good_line()
     line["edges"][0]["targetEntityName"] = "Globex"
@@ -157,7 +189,7 @@ def test_cli_stats_prints_the_table_and_the_interval_hint(
     path = write_lines(tmp_path / "mine.jsonl", [good_line("a-doc1-0"), good_line("b-doc2-0", "other")])
     assert cli_main(["data", "stats", "--data", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"| {path} | mine | 1 | 1 | 1 | 2.0 | 6 | 1 (100%) | 0 (0%) | 0/1/0 | 1/1 |" in out
+    assert f"| {path} | mine | 1 | 1 | 1 | 2.0 | 6 | 1 (100%) | 0 (0%) | 0/1/0 | 1/1 | 0 / 0 |" in out
     assert f"| {path} | all | 2 | 2 | 1 |" in out
     # 2 gold edges: 1.96 * sqrt(0.25 / 2) = 0.693 -> 69.3 points
     assert "±69.3 points for one system" in out

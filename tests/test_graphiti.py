@@ -22,6 +22,7 @@ from graphiti_core.llm_client.errors import RateLimitError
 from graphiti_core.prompts import prompt_library
 from graphiti_core.prompts.extract_edges import ExtractedEdges
 from mock_openai import MockOpenAIServer
+from pydantic import BaseModel, Field
 
 from edgewise.integrations.graphiti import EdgewiseLLMClient, graphiti_error
 from edgewise.integrations.graphiti_prompt import UnreadablePrompt, read_edge_prompt
@@ -279,6 +280,114 @@ def test_a_model_failure_is_raised_as_graphitis_own_error_and_graphiti_retries_i
     assert len(server.requests) == 4  # num_retries=0: one request per attempt, no retry inside edgewise
 
 
+# ------------------------------------------------------------------------------------------------
+# Graphiti's edge-attribute call
+# ------------------------------------------------------------------------------------------------
+
+
+class WorksAt(BaseModel):
+    """A person works at an organization."""
+
+    role: str | None = Field(default=None, description="the person's job title")
+    team: str | None = Field(default=None, description="the team within the organization")
+
+
+class WorksAtSince(BaseModel):
+    """A person works at an organization, from a date."""
+
+    role: str | None = None
+    start_date: datetime | None = None  # a field edgewise has no kind for
+
+
+def attribute_messages(fact: str, existing: dict[str, Any] | None = None) -> Any:
+    """Graphiti's own attribute prompt, as `resolve_extracted_edge` renders it."""
+    return prompt_library.extract_edges.extract_attributes(
+        {"fact": fact, "reference_time": REFERENCE, "existing_attributes": existing or {}}
+    )
+
+
+def attributed_responder(body: dict[str, Any]) -> str:
+    """The edge call gets EDGEWISE_REPLY; an attribute call (one per WORKS_AT edge) names a role."""
+    if "`attributes`" in str(body["messages"][0]["content"]):
+        return json.dumps({"attributes": {"role": "engineer", "team": None}})
+    return EDGEWISE_REPLY
+
+
+def test_graphiti_reads_back_its_attribute_prompts_fact_and_existing_attributes() -> None:
+    from edgewise.integrations.graphiti_prompt import graphiti_attributes, read_attribute_prompt
+
+    fact, existing = read_attribute_prompt(attribute_messages("Alice works at Acme.", {"team": "data"}))
+    assert (fact, existing) == ("Alice works at Acme.", {"team": "data"})
+    attributes = graphiti_attributes({"WORKS_AT": WorksAt, "SINCE": WorksAtSince})
+    assert [(a.name, a.kind, a.description) for a in attributes["WORKS_AT"]] == [
+        ("role", "string", "the person's job title"),
+        ("team", "string", "the team within the organization"),
+    ]
+    assert [a.name for a in attributes["SINCE"]] == ["role"]  # a date has no edgewise kind
+
+
+def test_the_attribute_call_for_an_edge_edgewise_extracted_is_answered_from_its_attributes() -> None:
+    inner = FakeGraphitiClient([])
+    with MockOpenAIServer(attributed_responder) as server:
+        client = EdgewiseLLMClient(
+            inner, model="openai/mock", api_base=server.api_base, api_key="x", cache=False,
+            edge_types={"WORKS_AT": WorksAt},
+        )  # fmt: skip
+        edges = asyncio.run(
+            client.generate_response(
+                prompt_library.extract_edges.edge(context(edge_types=FACT_TYPES)),
+                ExtractedEdges,
+                prompt_name="extract_edges.edge",
+            )
+        )
+        requests = len(server.requests)
+
+        def ask(fact: str, model: Any = WorksAt, existing: dict[str, Any] | None = None) -> dict[str, Any]:
+            return asyncio.run(
+                client.generate_response(
+                    attribute_messages(fact, existing), model, prompt_name="extract_edges.extract_attributes"
+                )
+            )
+
+        answered = ask("Alice works at Acme.", existing={"team": "data"})
+        kept_requests = len(server.requests)
+        other_fact = ask("Bob works at Acme.")
+        unknown_field = ask("Alice works at Acme.", WorksAtSince)
+        untyped = ask("Alice lives in Berlin.")  # LIVES_IN has no model: the program wrote none
+        client.close()
+    assert [e["relation_type"] for e in edges["edges"]] == ["WORKS_AT", "LIVES_IN"]
+    assert requests == 2  # the edge call and one attribute call, for the one WORKS_AT edge
+    assert answered == {"role": "engineer", "team": "data"}  # a null keeps the existing value
+    WorksAt(**answered)  # Graphiti's own model takes the reply
+    assert kept_requests == requests  # answered without a model call
+    assert inner.prompts == ["extract_edges.extract_attributes"] * 3  # the three others went on
+    assert other_fact == unknown_field == untyped == {}  # the fake wrapped client's replies
+
+
+def test_without_graphitis_edge_types_edgewise_writes_no_attributes_and_answers_no_attribute_call() -> None:
+    inner = FakeGraphitiClient([])
+    with MockOpenAIServer(attributed_responder) as server:
+        client = EdgewiseLLMClient(
+            inner, model="openai/mock", api_base=server.api_base, api_key="x", cache=False
+        )
+        asyncio.run(
+            client.generate_response(
+                prompt_library.extract_edges.edge(context(edge_types=FACT_TYPES)),
+                ExtractedEdges,
+                prompt_name="extract_edges.edge",
+            )
+        )
+        asyncio.run(
+            client.generate_response(
+                attribute_messages("Alice works at Acme."),
+                WorksAt,
+                prompt_name="extract_edges.extract_attributes",
+            )
+        )
+        client.close()
+    assert len(server.requests) == 1 and inner.prompts == ["extract_edges.extract_attributes"]
+
+
 class CountingClient(EdgewiseLLMClient):
     attempts = 0
 
@@ -326,19 +435,22 @@ class EqualRanker(CrossEncoderClient):
         return [(passage, 1.0) for passage in passages]
 
 
-def test_graphiti_add_episode_stores_edgewise_edges_with_their_facts_and_dates(tmp_path) -> None:
+def add_episode(tmp_path: Any, inner: LLMClient, api_base: str, **options: Any) -> tuple[Any, list[Any]]:
+    """`Graphiti.add_episode` of one chat line on an embedded Kuzu graph, edgewise answering its edge
+    call; `options` go to both the client and `add_episode` (`edge_types`). Returns the result and
+    the stored edges."""
     from graphiti_core import Graphiti
     from graphiti_core.driver.kuzu_driver import KuzuDriver
     from graphiti_core.edges import EntityEdge
     from graphiti_core.graph_queries import get_fulltext_indices
     from graphiti_core.helpers import get_default_group_id
 
-    inner = FakeGraphitiClient(["Alice", "Acme", "Berlin"])
-
-    async def run(api_base: str) -> list[Any]:
+    async def run() -> tuple[Any, list[Any]]:
         with pytest.warns(DeprecationWarning):
             driver = KuzuDriver(db=str(tmp_path / "graph.kuzu"))
-        client = EdgewiseLLMClient(inner, model="openai/mock", api_base=api_base, api_key="x", cache=False)
+        client = EdgewiseLLMClient(
+            inner, model="openai/mock", api_base=api_base, api_key="x", cache=False, **options
+        )
         graphiti = Graphiti(
             graph_driver=driver, llm_client=client, embedder=HashEmbedder(), cross_encoder=EqualRanker()
         )
@@ -352,15 +464,21 @@ def test_graphiti_add_episode_stores_edgewise_edges_with_their_facts_and_dates(t
                 episode_body="Alice: I work at Acme and live in Berlin.",
                 source_description="chat",
                 reference_time=REFERENCE,
+                **options,
             )  # the default group: graphiti-core 0.31.2 fails on an explicit group_id with Kuzu
             stored = await EntityEdge.get_by_group_ids(driver, [get_default_group_id(driver.provider)])
-            return [result, stored]
+            return result, stored
         finally:
             await client.aclose()
             await graphiti.close()
 
+    return asyncio.run(run())
+
+
+def test_graphiti_add_episode_stores_edgewise_edges_with_their_facts_and_dates(tmp_path) -> None:
+    inner = FakeGraphitiClient(["Alice", "Acme", "Berlin"])
     with MockOpenAIServer(EDGEWISE_REPLY) as server:
-        result, stored = asyncio.run(run(server.api_base))
+        result, stored = add_episode(tmp_path, inner, server.api_base)
         edgewise_requests = len(server.requests)
     names = {node.uuid: node.name for node in result.nodes}
     found = {
@@ -379,6 +497,17 @@ def test_graphiti_add_episode_stores_edgewise_edges_with_their_facts_and_dates(t
 def _utc(value: datetime | None) -> datetime | None:
     """Kuzu returns naive datetimes; Graphiti stores UTC."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def test_graphiti_add_episode_stores_the_attributes_edgewise_wrote_for_its_edge_types(tmp_path) -> None:
+    inner = FakeGraphitiClient(["Alice", "Acme", "Berlin"])
+    with MockOpenAIServer(attributed_responder) as server:
+        _, stored = add_episode(tmp_path, inner, server.api_base, edge_types={"WORKS_AT": WorksAt})
+        edgewise_requests = len(server.requests)
+    attributes = {e.name: e.attributes for e in stored}
+    assert attributes["WORKS_AT"].get("role") == "engineer"
+    assert edgewise_requests == 2  # the edge call, and the program's one attribute call
+    assert "extract_edges.extract_attributes" not in inner.prompts  # edgewise answered Graphiti's
 
 
 # ------------------------------------------------------------------------------------------------

@@ -179,7 +179,11 @@ def test_predictions_and_errors_jsonl_name_the_same_mistakes(fixture_bench: tupl
 
 
 def _edge_fields(judged: dict[str, Any]) -> dict[str, Any]:
-    return {key: judged[key] for key in judged if key not in {"verdict", "gold", "duplicate", "wrongDates"}}
+    return {
+        key: judged[key]
+        for key in judged
+        if key not in {"verdict", "gold", "duplicate", "wrongDates", "wrongAttributes"}
+    }
 
 
 def test_judge_edges_marks_duplicates_and_what_a_partial_label_cannot_judge() -> None:

@@ -3,18 +3,29 @@
 The four paths are Python (`Episode.model_validate`), a JSONL line (`edgewise extract`), a Ray row
 (the episode's columns, `scale.rows.input_line`) and HTTP (`POST /v1/extract` and one item of
 `POST /v1/extract/batch`). Each case of one table goes through all of them.
+
+A signature may name entity types the episode has no entity of (one schema for a whole graph): it is
+accepted everywhere and changes no edge. A type no entity of a whole file has is reported once per
+file by the commands that read files (`edgewise extract`, `edgewise data validate`), which exit as
+they would without it.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import dspy
 import pytest
+from fakes import ScriptedLM, edge, edges_reply
+from mock_openai import MockOpenAIServer
 from pydantic import ValidationError
 
+from edgewise.cli import main as cli_main
+from edgewise.modules.extractor import EdgeExtractor
 from edgewise.runtime.jsonl import parse_episode_line
+from edgewise.runtime.lm import lm_context
 from edgewise.scale.rows import input_line
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Episode, ExtractionResult
@@ -23,6 +34,9 @@ REFERENCE = "2025-04-30T00:00:00Z"
 TYPED = [{"name": "Ann", "type": "Person"}, {"name": "Co", "type": "Organization"}]
 BASE: dict[str, Any] = {"episodeContent": "Ann works at Co.", "referenceTime": REFERENCE}
 ANN_CO = [{"name": "Ann"}, {"name": "Co"}]
+# One schema for a whole graph: LIVES_IN reaches an episode that mentions no place.
+WORKS_AT = {"sourceTypes": ["Person"], "targetTypes": ["Organization"]}
+SHARED_SCHEMA = {"WORKS_AT": WORKS_AT, "LIVES_IN": {"sourceTypes": ["Person"], "targetTypes": ["Location"]}}
 
 
 def with_(**fields: Any) -> dict[str, Any]:
@@ -63,9 +77,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | str]] = [
         "edgeTypes[0].sourceTypes",
     ),
     (
-        "an unknown entity type in a signature",
+        "a shared schema: a signature naming an entity type no entity of the episode has",
+        with_(entities=TYPED, edgeTypes=SHARED_SCHEMA),
+        {"edgeTypes": [{"name": name, **fields} for name, fields in SHARED_SCHEMA.items()]},
+    ),
+    (
+        "a misspelt entity type in a signature (one episode cannot tell it from an absent one)",
         with_(entities=TYPED, edgeTypes={"WORKS_AT": {"targetTypes": ["Persn"]}}),
-        "edgeTypes[0].targetTypes",
+        {"edgeTypes": [{"name": "WORKS_AT", "targetTypes": ["Persn"]}]},
     ),
     (
         "an empty entity type in a signature",
@@ -204,3 +223,101 @@ def test_ignored_fields_are_the_same_warning_in_every_path(http: Any) -> None:
     assert [message.split(": ", 1)[1] for message in messages] == [
         "ignored unknown fields nodes[0].uuid, userId"
     ] * 3
+
+
+def _edges(episode: Episode, reply: str) -> list[dict[str, Any]]:
+    with lm_context(ScriptedLM(lambda _messages, _kwargs: reply)):
+        result = EdgeExtractor()(episode).result
+    return [item.to_json_dict() for item in result.edges]
+
+
+def test_a_signature_naming_an_absent_entity_type_changes_no_edge_in_any_path(http: Any) -> None:
+    """The same reply gives the same edges with and without the type that fits no pair of the episode.
+
+    The model is made to write that type too (LIVES_IN between a person and an organization): its
+    signature allows it nowhere here, so it is dropped as it would be if the type were not offered.
+    """
+    client, program = http
+    reply = edges_reply(edge("Ann", "WORKS_AT", "Co"), edge("Ann", "LIVES_IN", "Co"))
+    without = _edges(Episode.model_validate(with_(entities=TYPED, edgeTypes={"WORKS_AT": WORKS_AT})), reply)
+    assert [item["relationshipType"] for item in without] == ["WORKS_AT"]
+    data = with_(entities=TYPED, edgeTypes=SHARED_SCHEMA)
+    episodes = {
+        "python": python_path(data),
+        "jsonl": jsonl_path(data),
+        "ray row": ray_path(data),
+        "http": http_path(client, program, data),
+        "http batch": http_batch_path(client, program, data),
+    }
+    assert all(isinstance(episode, Episode) for episode in episodes.values()), episodes
+    assert {path: _edges(episode, reply) for path, episode in episodes.items()} == dict.fromkeys(
+        episodes, without
+    )
+
+
+def _file_with(tmp_path: Path, name: str, rows: list[dict[str, Any]]) -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+LABELS = {"source": "mine", "license": "CC-BY-4.0", "edges": []}
+# Two episodes of one file: Location is the type of an entity of the second, "Persn" of none.
+FILE_ROWS = [
+    with_(id="a-1-0", entities=TYPED, edgeTypes={"MANAGES": {"sourceTypes": ["Persn"]}, **SHARED_SCHEMA}),
+    with_(
+        id="a-2-0",
+        entities=[{"name": "Ann", "type": "Person"}, {"name": "Leeds", "type": "Location"}],
+        edgeTypes={"LIVES_IN": {"sourceTypes": ["Persn"], "targetTypes": ["Location"]}},
+    ),
+]
+
+
+def _reports(stderr: str, path: Path) -> list[str]:
+    return [line for line in stderr.splitlines() if "signature type" in line and str(path) in line]
+
+
+def test_a_misspelt_type_in_a_file_is_reported_once_by_extract_and_the_status_is_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _file_with(tmp_path, "in.jsonl", FILE_ROWS)
+    with MockOpenAIServer(edges_reply(edge("Ann", "WORKS_AT", "Co"))) as server:
+        status = cli_main(
+            ["extract", "--input", str(source), "--output", str(tmp_path / "out.jsonl"), "--model"]
+            + ["openai/mock", "--api-base", server.api_base, "--program", "default", "--no-progress"]
+        )
+    assert status == 0
+    [report] = _reports(capsys.readouterr().err, source)
+    assert "signature type 'Persn' (line 1, edgeTypes[0].sourceTypes)" in report
+    assert "entity types here: Location, Organization, Person" in report
+
+
+def test_a_misspelt_type_in_a_file_is_reported_once_by_data_validate_and_the_status_is_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _file_with(tmp_path, "good.jsonl", [row | LABELS for row in FILE_ROWS])
+    assert cli_main(["data", "validate", str(good)]) == 0
+    streams = capsys.readouterr()
+    [report] = _reports(streams.err, good)
+    assert "'Persn'" in report and "all valid" in streams.out
+    # the same file with a line that has a problem: status 2 as before, the report the same
+    bad = _file_with(tmp_path, "bad.jsonl", [row | LABELS for row in FILE_ROWS] + [{"id": "x"}])
+    assert cli_main(["data", "validate", str(bad)]) == 2
+    assert len(_reports(capsys.readouterr().err, bad)) == 1
+    # a type absent from each episode but some entity of the file has is never reported
+    rows = [row | LABELS | {"edgeTypes": SHARED_SCHEMA} for row in FILE_ROWS]  # one lacks Location, one Co
+    shared = _file_with(tmp_path, "shared.jsonl", rows)
+    assert cli_main(["data", "validate", str(shared)]) == 0
+    assert _reports(capsys.readouterr().err, shared) == []
+
+
+def test_a_labeled_line_s_own_fields_are_known_only_beside_its_gold_edges() -> None:
+    labeled = with_(entities=ANN_CO) | {
+        "source": "mine",
+        "license": "CC0-1.0",
+        "exhaustive": True,
+        "edges": [],
+    }
+    assert Episode.model_validate(labeled).ignored_fields == ()
+    unlabeled = with_(entities=ANN_CO, source="mine")
+    assert Episode.model_validate(unlabeled).ignored_fields == ("source",)

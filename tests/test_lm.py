@@ -97,7 +97,7 @@ def _served_request(program, reply):
 
 def test_vocabulary_becomes_an_enum_only_on_the_named_fields():
     from edgewise.modules.vocabulary import vocabulary_schemas
-    from edgewise.signatures.extract_edges import ExtractEdges
+    from edgewise.signatures.extract_edges import ExtractEdges, extract_signature
     from edgewise.signatures.types import ExtractedEdge
 
     schemas = vocabulary_schemas(
@@ -108,9 +108,13 @@ def test_vocabulary_becomes_an_enum_only_on_the_named_fields():
             "type": "string",
             "enum": ["A", "B"],
             "description": ExtractedEdge.model_fields["relationshipType"].description,
+            "title": "Relationshiptype",
         }
     }
     assert vocabulary_schemas(ExtractEdges, {"fact": []}) == {}
+    numbered = vocabulary_schemas(extract_signature("seed", fact_span=True), {"sentence": [1, 2, 3]})
+    assert numbered[("edges", "sentence")]["type"] == "integer"
+    assert numbered[("edges", "sentence")]["enum"] == [1, 2, 3]
 
 
 def test_a_reply_outside_the_vocabulary_still_parses_and_loses_only_the_offending_edge():
@@ -284,6 +288,30 @@ def test_environment_fills_unset_fields(monkeypatch):
     config = LMConfig.from_env(model=None, api_base=None)
     assert (config.model, config.api_base) == ("openai/gpt-4o-mini", "http://127.0.0.1:9/v1")
     assert LMConfig.from_env(model="local").model == "local"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LMConfig(max_retries=0),
+        lambda: LMConfig.from_env(model="openai/x", max_retries=0),
+        lambda: LMConfig.model_validate({"model": "openai/x", "max_retries": 0}),
+    ],
+    ids=["keyword", "from_env", "model_validate"],
+)
+def test_an_unknown_field_is_refused_naming_the_field_meant_and_every_field(make):
+    with pytest.raises(TypeError) as refused:
+        make()
+    message = str(refused.value)
+    assert "max_retries (did you mean num_retries?)" in message
+    assert all(name in message for name in LMConfig.model_fields)
+
+
+def test_an_unknown_field_never_echoes_its_value():
+    with pytest.raises(TypeError) as refused:
+        LMConfig(model="openai/x", apikey="sk-secret-value")
+    assert "apikey (did you mean api_key?)" in str(refused.value)
+    assert "sk-secret-value" not in str(refused.value)
 
 
 def test_bare_model_name_on_a_server_is_routed_as_openai_compatible():

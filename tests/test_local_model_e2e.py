@@ -7,6 +7,9 @@ Opt-in (`pytest -m local_model`): it runs real weights on the CPU. It uses the n
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -112,3 +115,59 @@ def test_edge_extraction_with_the_default_model() -> None:
     names = {"Alice Chen", "Acme Robotics"}
     assert all(edge.source_entity_name in names and edge.target_entity_name in names for edge in result.edges)
     assert wait_gone(pid), f"llama-server {pid} still running after the with block"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "data" / "examples" / "episodes.jsonl"
+_EXCERPT = re.compile(
+    r"<!-- first-run-excerpt: begin.*?-->\s*(.*?)\s*<!-- first-run-excerpt: end -->", re.DOTALL
+)
+
+
+def edge_lines(records: list[dict]) -> list[str]:
+    """The README excerpt's form of extract's output: `id: source -TYPE-> target (validAt ..., invalidAt ...)`."""
+    lines = []
+    for record in records:
+        for edge in record.get("edges", []):
+            dates = ", ".join(f"{key} {edge[key]}" for key in ("validAt", "invalidAt") if edge.get(key))
+            lines.append(
+                f"{record['id']}: {edge['sourceEntityName']} -{edge['relationshipType']}-> "
+                f"{edge['targetEntityName']}" + (f" ({dates})" if dates else "")
+            )
+    return lines
+
+
+def readme_excerpt() -> list[str]:
+    """The lines of the README's first-run excerpt (the ```text block between its markers)."""
+    found = _EXCERPT.search((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert found is not None, "README.md has no first-run-excerpt markers"
+    block = re.search(r"```text\n(.*?)```", found.group(1), flags=re.DOTALL)
+    return [line for line in (block.group(1).splitlines() if block else []) if line.strip()]
+
+
+def test_the_readme_first_command_prints_the_readme_excerpt() -> None:
+    """The README's first command, run as a user runs it; its edges are the ones the README shows.
+
+    The excerpt shows all the edges of each episode it names; a failure prints the run's lines, from
+    which the excerpt is taken.
+    """
+    installed(DEFAULT_LOCAL_MODEL)
+    run = subprocess.run(
+        [sys.executable, "-m", "edgewise", "extract", "--input", str(EXAMPLES), "--no-progress"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "edgewise extract: program qwen2.5-coder-1.5b-program (" in run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [record["id"] for record in records] == [
+        json.loads(line)["id"] for line in EXAMPLES.read_text(encoding="utf-8").splitlines()
+    ]
+    real = edge_lines(records)
+    excerpt = readme_excerpt()
+    shown = sorted({line.split(":", 1)[0] for line in excerpt})
+    expected = [line for line in real if line.split(":", 1)[0] in shown]
+    assert excerpt and excerpt == expected, "this run's edges:\n" + "\n".join(real)

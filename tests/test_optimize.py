@@ -28,6 +28,7 @@ from fakes import ScriptedLM
 import edgewise
 from edgewise.cli import build_parser, main
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.options import ProgramOptions
 from edgewise.optimize import ArtifactError, OptimizeSettings, load, optimize, save
 from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
 from edgewise.runtime.lm import LMConfig, lm_context
@@ -639,6 +640,17 @@ def test_searched_predictors_follow_reflexion_rounds_and_declared_attributes():
         "reflect",
     )
     assert searched_predictors(gepa, [*TRAIN, with_attributes]) == ("extract", "attributes")
+    for formulation, tuned in (("per-episode", ("extract", "attributes")), ("in-extraction", ("extract",))):
+        student = EdgeExtractor(options=ProgramOptions(attributes=formulation))
+        assert searched_predictors(gepa, [*TRAIN, with_attributes], student) == tuned
+
+
+def test_a_search_that_tunes_the_attribute_step_scores_attributes_too():
+    from edgewise.eval.feedback import edge_and_attribute_metric, edge_metric
+    from edgewise.optimize.dispatch import search_metric
+
+    assert search_metric(EdgeExtractor().tuned_only(["extract"])) is edge_metric
+    assert search_metric(EdgeExtractor().tuned_only(["extract", "attributes"])) is edge_and_attribute_metric
 
 
 def test_a_predictor_hidden_from_the_search_is_still_saved_and_loaded(tmp_path):

@@ -495,7 +495,7 @@ def test_every_serve_flag_has_help_with_an_example() -> None:
     for action in flags:
         assert "Example: " + action.option_strings[0] in (action.help or ""), action.option_strings
     args = _serve_args()
-    assert (args.host, args.program, args.func) == ("127.0.0.1", "default", serve_cli.run)
+    assert (args.host, args.program, args.func) == ("127.0.0.1", None, serve_cli.run)  # None: the model's own
 
 
 def _run_serve(monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[Any, dict[str, Any]]:

@@ -7,12 +7,18 @@ time, so no calendar date is ever worked out by hand, and the source is checked 
 dates, word counts) on every build.
 
 The file holds `edgeTypes` (the relationship inventory given to every episode: name, description,
-symmetric, aliases), `conversations` (a stable id, the user's entity name, the entity types, and the
-turns in order: time, text, entities, edges, and `kind` tags that say what a turn tests) and
-`examples` (unlabeled episodes for the README and benchmarks: id, time, text, previous turns, entities
-and the names of the relationship types to offer, described from `edgeTypes`). An edge is
-`{"type", "source", "target", "fact", "validAt", "invalidAt"}` with date expressions (or null) and an
-optional `aliases`: extra acceptable type names for that one edge, beyond the type's own.
+symmetric, aliases, the entity types it obviously connects (`sourceTypes` / `targetTypes`) and the
+attributes a type declares: name, kind, description), `conversations` (a stable id, the user's entity
+name, the entity types, and the turns in order: time, text, entities, edges, and `kind` tags that say
+what a turn tests) and `examples` (the labeled example episodes of `data/examples/episodes.jsonl`, for
+the README's first command and its bench: id, time, text, previous turns, entities with their types,
+the names of the relationship types to offer, described from `edgeTypes`, and gold edges). The
+examples carry `sourceTypes` / `targetTypes` as their signatures, while the labeled conversational
+episodes do not (their benches stay as measured, and a compiled program learns its signatures from
+the train split's gold edges). An edge is `{"type", "source", "target", "fact", "validAt",
+"invalidAt"}` with date expressions (or null), an optional `aliases` (extra acceptable type names for
+that one edge, beyond the type's own) and, for a type that declares attributes, `attributes`: a value
+or null for each of them.
 
 Date expressions (the grammar `resolve_date` reads; granularity in brackets):
     "ref"                          the turn's reference time, for ongoing facts with no stated start [day]
@@ -42,6 +48,13 @@ Labeling conventions (the seed's rules, made concrete where the text leaves a ch
  6. Where someone is from, trips, visits and temporary stays are not LIVES_IN / ROOMMATE_OF; family living
     together is not ROOMMATE_OF. World knowledge (where a company is) is not a fact of the episode.
  7. Quoted text, instructions to the assistant, jokes and song lines state no facts.
+ 8. Attributes: an edge of a type that declares attributes labels every one of them, with the value the
+    current episode states or directly entails ("I finally switched dentists. I'm now seeing Dr. Hoffmann"
+    is specialty "dentist"), else null, even where an earlier turn said it (the attribute step reads the
+    current episode). Values are the text's words in their base form ("lead" for "I'm leading"); a
+    person who is an entity is named by the entity's name, several joined by "and". A parent is
+    "mother" or "father" only when a gendered word or pronoun says so, never from a first name; "runs a
+    bakery" names no role; a coat such as "tabby" is not a breed.
 """
 
 from __future__ import annotations
@@ -50,17 +63,24 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from edgewise.runtime.errors import EdgewiseError
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import Granularity, LabeledEpisode, format_utc
+from edgewise.signatures.types import (
+    AttributeValue,
+    EdgeAttribute,
+    Granularity,
+    LabeledEpisode,
+    format_utc,
+)
 
 SOURCE_NAME: Final[str] = "conversational"
 LICENSE: Final[str] = "CC-BY-4.0"
@@ -116,11 +136,17 @@ class SourceEdgeType(_SourceRecord):
     name: str
     description: str
     symmetric: bool
+    source_types: tuple[str, ...] | None = None
+    target_types: tuple[str, ...] | None = None
     aliases: tuple[str, ...] = ()
+    attributes: tuple[EdgeAttribute, ...] = ()
 
 
 class SourceEdge(_SourceRecord):
-    """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge."""
+    """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge.
+
+    `attributes` holds a value (or null) for every attribute its type declares, and nothing else.
+    """
 
     type: str
     source: str
@@ -129,6 +155,7 @@ class SourceEdge(_SourceRecord):
     valid_at: str | None
     invalid_at: str | None
     aliases: tuple[str, ...] = ()
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
 
 
 class SourceTurn(_SourceRecord):
@@ -147,12 +174,15 @@ class SourceConversation(_SourceRecord):
 
 
 class SourceExample(_SourceRecord):
+    """An example episode: its entities with their types, the types it offers, and its gold edges."""
+
     id: str
     time: str
     text: str
     previous: tuple[str, ...]
-    entities: tuple[str, ...]
+    entities: dict[str, str]
     types: tuple[str, ...]
+    edges: tuple[SourceEdge, ...]
 
 
 class ConversationalSource(_SourceRecord):
@@ -297,9 +327,37 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
 
 def _edge_types(source: ConversationalSource) -> list[dict[str, Any]]:
     return [
-        {"name": edge_type.name, "description": edge_type.description, "symmetric": edge_type.symmetric}
+        {
+            "name": edge_type.name,
+            "description": edge_type.description,
+            "symmetric": edge_type.symmetric,
+            "attributes": [attribute.to_json_dict() for attribute in edge_type.attributes],
+        }
         for edge_type in source.edge_types
     ]
+
+
+def _gold_attributes(edge_type: SourceEdgeType, raw: SourceEdge, where: str) -> dict[str, AttributeValue]:
+    """The edge's labeled attributes in the type's order: every declared one labeled (null: not stated)."""
+    declared = [attribute.name for attribute in edge_type.attributes]
+    unknown = [name for name in raw.attributes if name not in declared]
+    if unknown:
+        raise ConversationalSourceError(
+            f"{where}, attributes: {', '.join(unknown)} not declared by {edge_type.name}"
+            f" (it declares: {', '.join(declared) or 'none'})"
+        )
+    missing = [name for name in declared if name not in raw.attributes]
+    if missing:
+        raise ConversationalSourceError(
+            f"{where}, attributes: {', '.join(missing)} not labeled (write null when the text does not say)"
+        )
+    for attribute in edge_type.attributes:
+        value = raw.attributes[attribute.name]
+        if not attribute.accepts(value):
+            raise ConversationalSourceError(
+                f"{where}, attributes.{attribute.name}: {value!r} is not of kind {attribute.kind}"
+            )
+    return {name: raw.attributes[name] for name in declared}
 
 
 def _resolve_field(
@@ -315,14 +373,22 @@ def _resolve_field(
 
 
 def _gold_edge(
-    source: ConversationalSource, raw: SourceEdge, turn: SourceTurn, reference_time: datetime, where: str
+    source: ConversationalSource,
+    raw: SourceEdge,
+    entities: Iterable[str],
+    reference_time: datetime,
+    where: str,
+    *,
+    attributes: bool = True,
 ) -> dict[str, Any]:
+    """One gold edge as `LabeledEpisode` JSON; `attributes=False` for an episode whose offered types
+    declare none (the examples), so that its edges label none either."""
     edge_type = source.edge_type(raw.type)
     if edge_type is None:
         raise ConversationalSourceError(f"{where}, type: {raw.type!r} is not in edgeTypes")
     for role, name in (("source", raw.source), ("target", raw.target)):
-        if name not in turn.entities:
-            raise ConversationalSourceError(f"{where}, {role}: {name!r} is not in this turn's entities")
+        if name not in entities:
+            raise ConversationalSourceError(f"{where}, {role}: {name!r} is not in this episode's entities")
     if raw.source == raw.target:
         raise ConversationalSourceError(f"{where}: source and target are both {raw.source!r}")
     valid_at, valid_granularity = _resolve_field(raw.valid_at, reference_time, f"{where}, validAt")
@@ -337,7 +403,7 @@ def _gold_edge(
         "fact": raw.fact,
         "validAt": valid_at,
         "invalidAt": invalid_at,
-        "attributes": {},
+        "attributes": _gold_attributes(edge_type, raw, where) if attributes else {},
         "aliases": list(dict.fromkeys(aliases)),
         "validAtGranularity": valid_granularity,
         "invalidAtGranularity": invalid_granularity,
@@ -390,7 +456,11 @@ def _conversation_episodes(
         _check_turn(source, conversation, index, turn, previous)
         edges = [
             _gold_edge(
-                source, raw, turn, reference_time, source.where(conversation.id, index, f"edge {number}")
+                source,
+                raw,
+                turn.entities,
+                reference_time,
+                source.where(conversation.id, index, f"edge {number}"),
             )
             for number, raw in enumerate(turn.edges, start=1)
         ]
@@ -439,33 +509,63 @@ def conversation_id(episode_id: str) -> str:
     return episode_id.rsplit("-", 1)[0]
 
 
+def _signature(edge_type: SourceEdgeType) -> dict[str, Any]:
+    """An edge type as an example episode offers it: described, with its signature where it has one."""
+    offered: dict[str, Any] = {"name": edge_type.name, "description": edge_type.description}
+    if edge_type.source_types is not None:
+        offered["sourceTypes"] = list(edge_type.source_types)
+    if edge_type.target_types is not None:
+        offered["targetTypes"] = list(edge_type.target_types)
+    return offered | {"symmetric": edge_type.symmetric}
+
+
 def build_example_episodes(source: ConversationalSource | None = None) -> list[dict[str, Any]]:
-    """The unlabeled example episodes (`Episode` JSON plus an id) used by the README and benchmarks."""
+    """The labeled example episodes (`LabeledEpisode` JSON) of `data/examples/episodes.jsonl`.
+
+    Typed entities and declared signatures, as a memory system's nodes and schema give them, so that
+    the README's first command shows what the signatures do; gold edges, so that `edgewise bench
+    --data data/examples/episodes.jsonl` scores it. Labeled by the conventions above.
+    """
     source = source or shipped_source()
     examples: list[dict[str, Any]] = []
     for example in source.examples:
+        where = f"{source.file}: {example.id}"
         types = [source.edge_type(name) for name in example.types]
         unknown = [name for name, edge_type in zip(example.types, types, strict=True) if edge_type is None]
         if unknown:
-            raise ConversationalSourceError(f"{source.file}: {example.id}, types: unknown {unknown}")
+            raise ConversationalSourceError(f"{where}, types: unknown {unknown}")
+        visible = " ".join([example.text, *example.previous]).lower()
+        unseen = [name for name in example.entities if name != "User" and name.lower() not in visible]
+        if unseen:
+            raise ConversationalSourceError(f"{where}, entities: {unseen} not mentioned in the episode")
+        reference_time = datetime.fromisoformat(example.time)
+        edges = []
+        for number, raw in enumerate(example.edges, start=1):
+            if raw.type not in example.types:
+                raise ConversationalSourceError(f"{where}, edge {number}: {raw.type} is not offered in types")
+            # The examples offer their types without attributes (the README's first command makes no
+            # attribute call), so their gold edges label none.
+            edges.append(
+                _gold_edge(
+                    source, raw, example.entities, reference_time, f"{where}, edge {number}", attributes=False
+                )
+            )
         examples.append(
             {
                 "id": example.id,
+                "source": SOURCE_NAME,
+                "license": LICENSE,
+                "exhaustive": True,
                 "episodeContent": example.text,
                 "previousEpisodes": list(example.previous),
-                "entities": [{"name": name} for name in example.entities],
+                "entities": [{"name": name, "type": kind} for name, kind in example.entities.items()],
                 "referenceTime": example.time,
-                "edgeTypes": [
-                    {
-                        "name": edge_type.name,
-                        "description": edge_type.description,
-                        "symmetric": edge_type.symmetric,
-                    }
-                    for edge_type in types
-                    if edge_type is not None
-                ],
+                "edgeTypes": [_signature(edge_type) for edge_type in types if edge_type is not None],
+                "edges": edges,
             }
         )
+    for example in examples:
+        LabeledEpisode.model_validate(example)
     return examples
 
 
@@ -478,9 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the labeled episodes and/or the example file: `python -m edgewise.data.build.conversational`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the labeled episodes to this JSONL file")
-    parser.add_argument(
-        "--examples", type=Path, help="write the unlabeled example episodes to this JSONL file"
-    )
+    parser.add_argument("--examples", type=Path, help="write the labeled example episodes to this JSONL file")
     args = parser.parse_args(argv)
     episodes = build_conversational_episodes()
     if args.out:

@@ -14,6 +14,7 @@ from typing import Any, Final, NamedTuple
 
 from edgewise.data.build.common import FIXED_REFERENCE_TIME, MAX_ENTITIES, MAX_EPISODE_WORDS, word_count
 from edgewise.data.build.vocabulary import edge_types, type_aliases
+from edgewise.signatures.names import FORMS_OF_ADDRESS
 from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
 
 SOURCE: Final[str] = "dialogre"
@@ -150,29 +151,9 @@ ALIAS_MAX_SHARE: Final[float] = 0.25
 _ENTITY_TYPES: Final[dict[str, str]] = {"PER": "Person", "ORG": "Organization", "GPE": "Location"}
 
 
-#: Ways of addressing someone that DialogRE sometimes labels as alternate names ("Sir?").
-_ADDRESS_TERMS: Final[frozenset[str]] = frozenset(
-    {
-        "sir",
-        "ma'am",
-        "madam",
-        "mom",
-        "mommy",
-        "dad",
-        "daddy",
-        "honey",
-        "sweetie",
-        "man",
-        "dude",
-        "buddy",
-        "baby",
-    }
-)
-
-
 def _is_name(*names: str) -> bool:
     """Both sides of an ALSO_KNOWN_AS edge look like names: capitalized, not a form of address."""
-    return all(name[:1].isupper() and name.lower() not in _ADDRESS_TERMS for name in names)
+    return all(name[:1].isupper() and name.lower() not in FORMS_OF_ADDRESS for name in names)
 
 
 def convert_dialogue(dialogue: list[Any], dialogue_key: str) -> LabeledEpisode | None:
