@@ -414,8 +414,9 @@ def read_output(path: Path, ids: list[str | None]) -> dict[str, Any]:
 
 
 def checkout_python(repo: Path) -> Path:
-    """The python that runs `repo`'s edgewise: its `.venv`'s (this script's own for this checkout)."""
-    venv = repo / ".venv" / "bin" / "python"
+    """The python that runs `repo`'s edgewise: its `.venv`'s (this script's own for this checkout), as
+    an absolute path (the runs start in a folder of their own); the venv's link is kept, not resolved."""
+    venv = (repo / ".venv" / "bin" / "python").absolute()
     if venv.exists():
         return venv
     if repo.resolve() == ROOT:
