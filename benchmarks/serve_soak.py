@@ -25,6 +25,8 @@ run. A batch's output is read back: one record per input line, ids in input orde
     nice -n 19 python benchmarks/serve_soak.py                      # this checkout, the issue's setup
     nice -n 19 python benchmarks/serve_soak.py --repo ../before --repo .     # before and after
     python benchmarks/serve_soak.py --rounds 2 --requests 300 --episodes 2000 --out /tmp/soak.md
+    python benchmarks/serve_soak.py --repo . --out /tmp/after/soak.md      # one tree at a time, then
+    python benchmarks/serve_soak.py --from-json /tmp/before/soak.json --from-json /tmp/after/soak.json
 
 The exit status is 1 when a batch lost or reordered a line, or the last checkout misses a goal:
 serve's RSS grows by 20 MB or more over the measured rounds, or its requests/s vary by more than
@@ -581,24 +583,34 @@ def summary_table(results: list[dict[str, Any]], args: argparse.Namespace) -> st
     return "\n".join(rows)
 
 
+def command_line(argv: list[str]) -> str:
+    return "python benchmarks/serve_soak.py" + ("" if not argv else " " + shlex.join(argv))
+
+
 def report(
-    results: list[dict[str, Any]], args: argparse.Namespace, argv: list[str], loads: tuple[float, float]
+    results: list[dict[str, Any]],
+    args: argparse.Namespace,
+    commands: list[str],
+    loads: list[tuple[float, float]],
 ) -> str:
-    command = "python benchmarks/serve_soak.py" + ("" if not argv else " " + shlex.join(argv))
+    """The Markdown report of `results`, measured by `commands` (one run each, in order, or one run for
+    all) under the 1-minute `loads` (start, end) of each."""
+    shown = "\n".join(f"    {command}" for command in commands)
+    load = "; then ".join(f"{start:.2f} at the start, {end:.2f} at the end" for start, end in loads)
     parts = [
         f"""# Soak: `edgewise serve`, `edgewise extract` and a Ray actor under sustained load
 
 Measured by
 
-    {command}
+{shown}
 
-(see the script's docstring). Mock server: {args.fault_rate:.0%} of requests get an injected fault
+(see the script's docstring; several commands: one run each, in this order, set side by side). Mock server: {args.fault_rate:.0%} of requests get an injected fault
 (500, 429 with Retry-After {args.retry_after:g} s, a reply {args.slow_seconds:g} s slow against
 `--timeout {args.timeout:g}`, a dropped connection, a 200 that is not JSON), the schedule drawn with
 seed {args.seed}; {args.malformed:.0%} of the request bodies and input lines are malformed. Every
 episode names a guest of its own, so no two share a vocabulary or a cache entry. DSPy's cache:
 {"off (`--no-cache`)" if args.no_cache else "on, as by default, in a fresh folder per run"}. Machine: {os.cpu_count()} CPUs, shared;
-load average (1 min) {loads[0]:.2f} at the start, {loads[1]:.2f} at the end. RSS is the measured process's
+load average (1 min) {load}. RSS is the measured process's
 resident memory in MB (1024 x 1024 bytes).
 
 {summary_table(results, args)}
@@ -698,17 +710,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="the report (Markdown); a .json beside it"
     )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        action="append",
+        help="instead of running, set earlier runs side by side: their .json reports, in order (their "
+        "settings must agree, and are the report's); repeat for each",
+    )
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
-    repos = args.repo or [ROOT]
-    load_start = os.getloadavg()[0]
-    results = [soak_checkout(args, repo) for repo in repos]
-    text = report(results, args, given, (load_start, os.getloadavg()[0]))
+    if args.from_json:
+        runs = [json.loads(path.read_text()) for path in args.from_json]
+        args = joined_settings(args, [run["settings"] for run in runs])
+        results = [result for run in runs for result in run["results"]]
+        commands = [run["command"] for run in runs] + [command_line(given)]
+        loads = [tuple(run["loads"]) for run in runs]
+        repos = [repo for run in runs for repo in run["settings"]["repo"]]
+    else:
+        repos = args.repo or [ROOT]
+        load_start = os.getloadavg()[0]
+        results = [soak_checkout(args, repo) for repo in repos]
+        commands = [command_line(given)]
+        loads = [(load_start, os.getloadavg()[0])]
+    text = report(results, args, commands, loads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     args.out.with_suffix(".json").write_text(
         json.dumps(
             {
+                "command": " && ".join(commands),
+                "loads": [loads[0][0], loads[-1][1]],
                 "settings": vars(args) | {"repo": [str(r) for r in repos], "out": str(args.out)},
                 "results": results,
             },
@@ -722,6 +753,22 @@ def main(argv: list[str] | None = None) -> int:
     kept = all(value for key, value in result_checks(results) if key.endswith("kept_every_line"))
     goals = all(value for key, value in last.items() if key.endswith("_ok"))
     return 0 if kept and goals else 1
+
+
+_RUN_ONLY: Final = ("repo", "out", "from_json")
+
+
+def joined_settings(args: argparse.Namespace, settings: list[dict[str, Any]]) -> argparse.Namespace:
+    """`args` with the measurement settings of earlier runs, which must agree (all but where each ran
+    and wrote); a `SystemExit` names the first that does not."""
+    first = {key: value for key, value in settings[0].items() if key not in _RUN_ONLY}
+    for other in settings[1:]:
+        differ = sorted(key for key, value in first.items() if other.get(key) != value)
+        if differ:
+            raise SystemExit(f"the runs were measured with different settings: {', '.join(differ)}")
+    measured = argparse.Namespace(**{**vars(args), **first})
+    measured.only = list(first["only"])
+    return measured
 
 
 def result_checks(results: list[dict[str, Any]]) -> list[tuple[str, Any]]:
