@@ -112,6 +112,7 @@ def run_mode(
     quiet: bool = False,
 ) -> ModeRun:
     """Extract every episode once with one response_format setting, timing each."""
+    import dspy
     from dspy.utils.exceptions import AdapterParseError
 
     from edgewise.eval import score_episode
@@ -130,7 +131,7 @@ def run_mode(
     extractor = EdgeExtractor()
     lm = build_lm(config)
     before = server.metrics()
-    with lm_context(lm):
+    with lm_context(lm), dspy.track_usage() as tracker:
         for index, (episode, labeled) in enumerate(zip(episodes, gold, strict=True), start=1):
             started = time.monotonic()
             try:
@@ -154,7 +155,11 @@ def run_mode(
                 f"{len(result.edges)} edges, parse failures {result.parse_failures}",
             )
     after = server.metrics()
-    completions = [int((entry.get("usage") or {}).get("completion_tokens") or 0) for entry in lm.history]
+    completions = [
+        int(entry.get("completion_tokens") or 0)
+        for entries in tracker.usage_data.values()
+        for entry in entries
+    ]
     run.calls = len(completions)
     run.truncated = sum(tokens >= max_tokens for tokens in completions)
     run.counters = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in _METRICS}

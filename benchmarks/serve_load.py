@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,11 +27,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import script_parser
+from harness import HOST, ROOT, free_port, mock_process, percentile, script_parser, stop_process, wait_healthy
 
-ROOT: Final = Path(__file__).resolve().parents[1]
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "serve_load.md"
-HOST: Final = "127.0.0.1"
 REQUEST: Final = {
     "episodeContent": "Alice joined Acme as CTO in March 2024.",
     "previousEpisodes": ["Alice was looking for a job."],
@@ -55,21 +52,6 @@ REPLY: Final = json.dumps(
         ]
     }
 )
-_MOCK_SCRIPT: Final = f"""
-import sys, threading
-sys.path.insert(0, {str(ROOT / "tests")!r})
-from mock_openai import MockOpenAIServer
-server = MockOpenAIServer({REPLY!r}).start()
-print(server.port, flush=True)
-sys.stdin.read()  # serve until the parent closes stdin
-server.stop()
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def serve_args(args: argparse.Namespace, port: int | str, api_base: str) -> list[str]:
@@ -77,19 +59,6 @@ def serve_args(args: argparse.Namespace, port: int | str, api_base: str) -> list
         "serve", "--host", HOST, "--port", str(port), "--workers", str(args.workers),
         "--model", "openai/mock", "--api-base", api_base, "--no-cache", "--log-level", "warning",
     ]  # fmt: skip
-
-
-async def wait_healthy(base: str, limit_s: float) -> None:
-    give_up = time.monotonic() + limit_s
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < give_up:
-            try:
-                if (await client.get(f"{base}/healthz", timeout=1.0)).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-    raise SystemExit(f"edgewise serve did not answer /healthz within {limit_s:g} s")
 
 
 async def client_loop(
@@ -126,41 +95,22 @@ async def load(base: str, clients: int, seconds: float, max_requests: int) -> di
     return {"latencies": latencies, "outcomes": outcomes, "wall_s": time.monotonic() - started}
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     # The server's stderr goes to a file: a pipe nobody reads could fill up and stall the server.
-    with tempfile.TemporaryFile() as log:
-        mock = subprocess.Popen(
-            [sys.executable, "-c", _MOCK_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        serve: subprocess.Popen[bytes] | None = None
+    with tempfile.TemporaryFile() as log, mock_process(REPLY) as mock:
+        port = free_port()
+        env = {key: value for key, value in os.environ.items() if key != "EDGEWISE_API_TOKEN"}
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "edgewise", *serve_args(args, port, mock.api_base)],
+            stdout=subprocess.DEVNULL, stderr=log, env=env,
+        )  # fmt: skip
         try:
-            assert mock.stdin is not None and mock.stdout is not None
-            api_base = f"http://{HOST}:{int(mock.stdout.readline())}/v1"
-            port = free_port()
-            env = {key: value for key, value in os.environ.items() if key != "EDGEWISE_API_TOKEN"}
-            serve = subprocess.Popen(
-                [sys.executable, "-m", "edgewise", *serve_args(args, port, api_base)],
-                stdout=subprocess.DEVNULL, stderr=log, env=env,
-            )  # fmt: skip
             base = f"http://{HOST}:{port}"
             asyncio.run(wait_healthy(base, 60.0))
             asyncio.run(load(base, args.clients, 2.0, args.max_requests))  # warm-up, not counted
             return asyncio.run(load(base, args.clients, args.seconds, args.max_requests))
         finally:
-            if serve is not None:
-                serve.terminate()
-                try:
-                    serve.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    serve.kill()
-            if mock.stdin is not None:
-                mock.stdin.close()
-            mock.wait(timeout=15)
+            stop_process(serve)
             log.seek(0)
             tail = log.read()[-2000:].decode(errors="replace")
             if tail.strip():

@@ -35,7 +35,7 @@ from edgewise.runtime.jsonl import (
     refuse_same_file,
     write_record,
 )
-from edgewise.runtime.lm import lm_context, open_lm
+from edgewise.runtime.lm import bound_memory_cache, lm_context, open_lm
 from edgewise.signatures.file_types import FileEntityTypes
 
 HELP = "extract edges from JSONL episodes"
@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
+    if config.cache:
+        bound_memory_cache()
     choice = choose_program(args.baseline or args.program, config.model)
     program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
     started = time.monotonic()

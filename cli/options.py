@@ -53,6 +53,16 @@ _NUMBER_FLAGS: Final = (
     ),
     ("--timeout", above(0), "timeout_s", "seconds per LM request", "30"),
     (
+        "--keep-history",
+        at_least(0),
+        "keep_history",
+        (
+            "for debugging: the last N model calls (prompt and reply) DSPy keeps in memory, for "
+            "dspy.inspect_history; 0 keeps none, so that a long run or a service holds no per-call state"
+        ),
+        "20",
+    ),
+    (
         "--local-slots",
         at_least(1),
         "local_slots",
@@ -129,6 +139,7 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
             response_format=args.response_format,
             cache=not getattr(args, "no_cache", False),
+            keep_history=getattr(args, "keep_history", 0),
             local_slots=getattr(args, "local_slots", 1),
         )
     except ValidationError as error:

@@ -17,7 +17,7 @@ from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
 from edgewise.optimize.programs import choose_program, resolve_program
-from edgewise.runtime.lm import open_lm
+from edgewise.runtime.lm import bound_memory_cache, open_lm
 from edgewise.service.app import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     config = config_from_args(args)
+    if config.cache:
+        bound_memory_cache()
     choice = choose_program(args.program, config.model)
     program = resolve_program(choice.name)
     with open_lm(config) as lm:

@@ -578,7 +578,7 @@ def _run_models(
                         )
                     )
                 continue
-            with stack, _no_cache(lm), lm_context(lm), dspy.context(disable_history=True):
+            with stack, _no_cache(lm), lm_context(lm):
                 for spec, program in programs.items():
                     state = _RunState(
                         RunSummary(

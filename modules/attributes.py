@@ -7,7 +7,7 @@ in any of them.
   is that edge type's attributes.
 - `per-episode`: one `ExtractEpisodeAttributes` call for all of an episode's such edges, each shown with
   its attributes' meanings; the reply has one slot per edge, fixed in the call's decoding schema
-  (`slots_signature`). A reply with another number of slots fills nothing, with a warning.
+  (`slots_schema`). A reply with another number of slots fills nothing, with a warning.
 - `in-extraction`: no call of its own. The extraction reply's edges carry `attributes`
   (`signatures.attributes_in_reply`), and each episode's decoding schema gives every edge, by its
   relationship type, exactly that type's attribute fields (`in_reply_schema`); the prompt shows the
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
 from edgewise.modules.usage import parse_failure_warning, track_step
-from edgewise.modules.vocabulary import display_signature
+from edgewise.modules.vocabulary import reply_item_schema
 from edgewise.signatures.attributes_in_reply import (
     ATTRIBUTES_INPUT,
     EDGES_FIELD,
@@ -43,8 +43,8 @@ from edgewise.signatures.extract_edge_attributes import (
     attributes_schema,
     attributes_signature,
 )
-from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_signature
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_schema
+from edgewise.signatures.schema import ReplySchemas, reply_schemas, with_reply_schemas
 from edgewise.signatures.types import (
     AttributeValue,
     Edge,
@@ -92,34 +92,41 @@ def extraction_signature(signature: type[dspy.Signature], options: ProgramOption
 
 def episode_extraction(
     signature: type[dspy.Signature],
+    vocabulary: ReplySchemas,
     inputs: dict[str, Any],
     episode: Episode,
     options: ProgramOptions,
     type_key: str,
-) -> tuple[type[dspy.Signature], dict[str, Any]]:
-    """One episode's extraction call: with `in-extraction`, its attribute schema and ATTRIBUTES input.
+) -> tuple[ReplySchemas, dict[str, Any]]:
+    """One episode's extraction call: its reply schemas and inputs; with `in-extraction`, the attribute
+    schema and the ATTRIBUTES input.
 
-    `signature` is the episode's vocabulary signature; `type_key` names the reply's type property.
+    `signature` is the extraction predictor's, `vocabulary` the episode's vocabulary schemas for it;
+    `type_key` names the reply's type property.
     """
     if options.attributes != "in-extraction":
-        return signature, inputs
-    return in_reply_schema(signature, episode, type_key), {
+        return vocabulary, inputs
+    return in_reply_schema(signature, vocabulary, episode, type_key), {
         **inputs,
         ATTRIBUTES_INPUT: relationship_attributes(episode),
     }
 
 
-def in_reply_schema(signature: type[dspy.Signature], episode: Episode, type_key: str) -> type[dspy.Signature]:
-    """`signature` whose edges' decoding schema ties each edge's `attributes` to its relationship type.
+def in_reply_schema(
+    signature: type[dspy.Signature], vocabulary: ReplySchemas, episode: Episode, type_key: str
+) -> ReplySchemas:
+    """The reply schema whose edges tie each edge's `attributes` to its relationship type.
 
     One alternative per type that declares attributes (the type as a `const`, its fields required,
     each of its kind or null) and one for every other type (`attributes` empty); the rest of each
-    alternative is the episode's vocabulary schema of the edge. With open types, the other types are
-    any string.
+    alternative is the edge's schema with the episode's `vocabulary`. With open types, the other types
+    are any string.
     """
     (item,) = signature.output_fields[EDGES_FIELD].annotation.__args__
-    plain = display_signature(signature).output_fields[EDGES_FIELD].annotation
-    edge = item.model_json_schema()
+    edge = with_reply_schemas(
+        reply_item_schema(item),
+        {path[1:]: part for path, part in vocabulary.items() if path[0] == EDGES_FIELD and len(path) > 1},
+    )
     properties = edge.get("properties", {})
     typed = [edge_type for edge_type in episode.edge_types if edge_type.attributes]
     others = properties.get(type_key, {"type": "string"})
@@ -132,8 +139,7 @@ def in_reply_schema(signature: type[dspy.Signature], episode: Episode, type_key:
     ]
     if others is not None:
         alternatives.append(_alternative(edge, type_key, others, _NO_ATTRIBUTES))
-    schema = {"type": "array", "items": {"anyOf": alternatives}}
-    return signature.with_updated_fields(EDGES_FIELD, type_=schema_only(plain, schema))
+    return {(EDGES_FIELD,): {"type": "array", "items": {"anyOf": alternatives}}}
 
 
 def _alternative(
@@ -220,10 +226,10 @@ def _per_episode(
         }
         for number, (position, edge_type) in enumerate(targets, 1)
     ]
-    with track_step(STEP_ATTRIBUTES, usage):
+    schemas = slots_schema([edge_type for _, edge_type in targets])
+    with track_step(STEP_ATTRIBUTES, usage), reply_schemas(schemas):
         try:
             reply = predictor(
-                signature=slots_signature(predictor.signature, [edge_type for _, edge_type in targets]),
                 episode_content=episode.episode_content,
                 reference_time=format_utc(episode.reference_time),
                 facts=facts,

@@ -36,9 +36,9 @@ from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.transcript import Transcript, recording
 from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
 from edgewise.modules.usage import parse_failure_warning, track_step
-from edgewise.modules.vocabulary import vocabulary_signature
+from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.modules.votes import merge_votes
-from edgewise.signatures.choose_types import ChooseTypes, answers_signature
+from edgewise.signatures.choose_types import ChooseTypes, answers_schema
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
@@ -50,7 +50,7 @@ from edgewise.signatures.extract_edges import (
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.schema import ReplySchemas, reply_schemas
 from edgewise.signatures.types import (
     CompactEdge,
     Edge,
@@ -61,7 +61,7 @@ from edgewise.signatures.types import (
     SpanEdge,
     StepUsage,
 )
-from edgewise.signatures.verify_edges import VerifyEdges, verdicts_signature
+from edgewise.signatures.verify_edges import VerifyEdges, verdicts_schema
 
 STEP_EXTRACT: Final = "extract"
 STEP_REFLEXION: Final = "reflexion"
@@ -106,8 +106,8 @@ def result_prediction(result: ExtractionResult) -> dspy.Prediction:
 class EdgeExtractor(dspy.Module):
     """Extract edges between an episode's known entities, with dates, usage and warnings.
 
-    The reply type allows only the episode's entity names (the seed's rule 1) and, with
-    `closed_types`, only its RELATIONSHIP TYPES (`vocabulary_signature`): a server that takes a JSON
+    The reply schema allows only the episode's entity names (the seed's rule 1) and, with
+    `closed_types`, only its RELATIONSHIP TYPES (`vocabulary_schemas`): a server that takes a JSON
     schema decodes nothing else, and post-processing drops what a server let through. `closed_types=False`
     keeps the seed's open vocabulary, for callers whose type list names only the most important types.
     `output_shape` is the reply the model writes (see `extract_signature`); results always have the
@@ -212,19 +212,21 @@ class EdgeExtractor(dspy.Module):
             if spans is not None:
                 inputs = {**inputs, "episode_content": numbered(spans)}
                 allowed["sentence"] = list(range(1, len(spans) + 1))
-            signature = vocabulary_signature(self.extract.signature, allowed)
-            signature, inputs = episode_extraction(signature, inputs, episode, options, kind)
+            vocabulary = vocabulary_schemas(self.extract.signature, allowed)
+            vocabulary, inputs = episode_extraction(
+                self.extract.signature, vocabulary, inputs, episode, options, kind
+            )
             with recording() as transcript:
                 if options.formulation == "entities":
                     raw = self._by_entity(episode, inputs, rule, types, usage, warnings)
                 else:
-                    raw = self._extract(episode, inputs, signature, [], spans, usage, warnings)
+                    raw = self._extract(episode, inputs, vocabulary, [], spans, usage, warnings)
             raw = raw + self._gleaned(episode, transcript, raw, rule, types, usage, warnings)
             for _ in range(self.max_reflexion_rounds):
                 missing = self._missing_facts(inputs, raw, usage, warnings)
                 if not missing:
                     break
-                raw = raw + self._extract(episode, inputs, signature, missing, spans, usage, warnings)
+                raw = raw + self._extract(episode, inputs, vocabulary, missing, spans, usage, warnings)
         conflicts: list[Conflict] | None = [] if options.retype == "ask" else None
         edges, cleanup_warnings = postprocess(
             raw,
@@ -279,16 +281,10 @@ class EdgeExtractor(dspy.Module):
         slots = slot_entities(episode, warnings)
         if not slots:
             return []
-        signature = self.by_entity.signature
-        limited = signature.with_updated_fields(
-            "by_entity",
-            type_=schema_only(
-                signature.output_fields["by_entity"].annotation, coverage_schema(episode, slots, rule, types)
-            ),
-        )
-        with track_step(STEP_EXTRACT, usage):
+        schema = coverage_schema(episode, slots, rule, types)
+        with track_step(STEP_EXTRACT, usage), reply_schemas({("by_entity",): schema}):
             try:
-                prediction = self.by_entity(**inputs, signature=limited, **self._sampling())
+                prediction = self.by_entity(**inputs, **self._sampling())
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_EXTRACT, error))
                 return []
@@ -311,27 +307,17 @@ class EdgeExtractor(dspy.Module):
             turns = transcript.continued()
             if turns is None:
                 break
-            signature = self.glean.signature
-            limited = signature.with_updated_fields(
-                "edges",
-                type_=schema_only(
-                    signature.output_fields["edges"].annotation,
-                    exclusion_schema(
-                        episode,
-                        written_triples(raw + found, episode),
-                        rule,
-                        types,
-                        forced=self.options.glean_forced,
-                    ),
-                ),
+            schema = exclusion_schema(
+                episode, written_triples(raw + found, episode), rule, types, forced=self.options.glean_forced
             )
             with (
                 recording() as this_turn,
                 track_step(STEP_GLEAN, usage),
                 dspy.context(adapter=ContinuationAdapter()),
+                reply_schemas({("edges",): schema}),
             ):
                 try:
-                    more = list(self.glean(earlier_turns=turns, signature=limited).edges or [])
+                    more = list(self.glean(earlier_turns=turns).edges or [])
                 except AdapterParseError as error:
                     warnings.append(parse_failure_warning(STEP_GLEAN, error))
                     break
@@ -349,14 +335,13 @@ class EdgeExtractor(dspy.Module):
         warnings: list[ExtractionWarning],
     ) -> list[Edge]:
         """Re-typing by question: one multiple-choice answer per conflicting edge, in one call."""
-        with track_step(STEP_RETYPE, usage):
+        with track_step(STEP_RETYPE, usage), reply_schemas(answers_schema(options_of(conflicts))):
             try:
                 reply = self.choose_types(
                     relationship_types=inputs["relationship_types"],
                     previous_episodes=inputs["previous_episodes"],
                     episode_content=inputs["episode_content"],
                     questions=questions(conflicts),
-                    signature=answers_signature(self.choose_types.signature, options_of(conflicts)),
                 )
                 answers = list(reply.answers or [])
             except AdapterParseError as error:
@@ -377,15 +362,9 @@ class EdgeExtractor(dspy.Module):
         pairs = candidate_pairs(episode, rule, types, self.options.max_pairs, warnings)
         if not pairs:
             return []
-        signature = self.label_pairs.signature
-        limited = signature.with_updated_fields(
-            "pairs", type_=schema_only(signature.output_fields["pairs"].annotation, pair_reply_schema(pairs))
-        )
-        with track_step(STEP_PAIRS, usage):
+        with track_step(STEP_PAIRS, usage), reply_schemas({("pairs",): pair_reply_schema(pairs)}):
             try:
-                reply = self.label_pairs(
-                    **inputs, candidate_pairs=[pair.text for pair in pairs], signature=limited
-                )
+                reply = self.label_pairs(**inputs, candidate_pairs=[pair.text for pair in pairs])
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_PAIRS, error))
                 return []
@@ -408,13 +387,12 @@ class EdgeExtractor(dspy.Module):
             f"{edge.fact}"
             for number, edge in enumerate(edges, 1)
         ]
-        with track_step(STEP_VERIFY, usage):
+        with track_step(STEP_VERIFY, usage), reply_schemas(verdicts_schema(len(edges))):
             try:
                 reply = self.verify(
                     previous_episodes=inputs["previous_episodes"],
                     episode_content=inputs["episode_content"],
                     candidate_facts=facts,
-                    signature=verdicts_signature(self.verify.signature, len(edges)),
                 )
             except AdapterParseError as error:
                 warnings.append(parse_failure_warning(STEP_VERIFY, error))
@@ -447,18 +425,19 @@ class EdgeExtractor(dspy.Module):
         self,
         episode: Episode,
         inputs: dict[str, Any],
-        signature: type[dspy.Signature],
+        vocabulary: ReplySchemas,
         missing_facts: list[str],
         spans: list[str] | None,
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
-        """One extraction call with the episode's `signature`; a re-extraction (with `missing_facts`)
-        adds the hints to it. With `spans` (the episode's sentences) each edge's fact is its sentence."""
-        hints: dict[str, Any] = {"signature": signature}
+        """One extraction call limited to the episode's `vocabulary`; a re-extraction (with
+        `missing_facts`) adds the hints to the signature. With `spans` (the episode's sentences) each
+        edge's fact is its sentence."""
+        hints: dict[str, Any] = {}
         if missing_facts:
-            hints = {"signature": with_missing_facts(signature), "missing_facts": missing_facts}
-        with track_step(STEP_EXTRACT, usage):
+            hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
+        with track_step(STEP_EXTRACT, usage), reply_schemas(vocabulary):
             try:
                 prediction = self.extract(**inputs, **hints, **self._sampling())
             except AdapterParseError as error:

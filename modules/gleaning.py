@@ -18,7 +18,7 @@ from edgewise.modules.coverage import slot_types
 from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
 from edgewise.modules.transcript import note_messages
 from edgewise.modules.type_signatures import PairRule
-from edgewise.modules.vocabulary import VocabularyJSONAdapter, display_signature
+from edgewise.modules.vocabulary import VocabularyJSONAdapter
 from edgewise.signatures.glean_edges import EARLIER_TURNS
 from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema
 from edgewise.signatures.types import Episode, ExtractedEdge
@@ -103,8 +103,7 @@ class ContinuationAdapter(VocabularyJSONAdapter):
     def format(
         self, signature: Any, demos: list[dict[str, Any]], inputs: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        shown = display_signature(signature)
-        request = f"{shown.instructions}\n\n{self.user_message_output_requirements(shown)}"
+        request = f"{signature.instructions}\n\n{self.user_message_output_requirements(signature)}"
         messages = [*inputs[EARLIER_TURNS], {"role": "user", "content": request}]
         note_messages(messages)
         return messages

@@ -16,6 +16,7 @@ from contextlib import contextmanager, redirect_stdout
 from typing import Any, Final, Literal
 
 import dspy
+from dspy.clients import base_lm
 from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
@@ -38,6 +39,8 @@ MAX_LIST_ITEMS: Final = 12
 MAX_STRING_CHARS: Final = 300
 #: The variable an API key is read from when no --api-key is given (Ray workers read it there too).
 API_KEY_ENV: Final = "EDGEWISE_API_KEY"
+#: Replies DSPy's cache keeps in memory in a process edgewise runs for long (`bound_memory_cache`).
+MEMORY_CACHE_ENTRIES: Final = 1_000
 
 
 class LMConfigError(EdgewiseError, ValueError):
@@ -65,6 +68,9 @@ class LMConfig(BaseModel):
     max_rps: float | None = Field(default=None, gt=0)
     response_format: ResponseFormat = "auto"
     cache: bool = True
+    keep_history: int = Field(default=0, ge=0)
+    """LM calls whose prompts and replies DSPy keeps for `inspect_history` (its global list, the LM's
+    and each calling module's), a debugging aid; 0 keeps none, as a process that runs for weeks must."""
     local_slots: int = Field(default=1, ge=1)
     """Parallel slots of the bundled local model's server: replies one request may sample (`n`)."""
 
@@ -113,6 +119,9 @@ class EdgewiseLM(dspy.LM):
     Retries: DSPy makes one attempt per call (its own `num_retries` is 0 here) and tenacity repeats
     it under `retry_policy` (`num_retries` sets its `max_retries`), after `rate_limiter` allows each
     request; see `edgewise.runtime.faults` for why DSPy's own retries are off.
+
+    History: DSPy keeps every call's prompt, reply and response object in three lists, each bounded
+    only at 10,000 entries; this LM keeps the last `keep_history` calls in each (none by default).
     """
 
     def __init__(
@@ -123,12 +132,14 @@ class EdgewiseLM(dspy.LM):
         num_retries: int = DEFAULT_RETRY_POLICY.max_retries,
         retry_policy: RetryPolicy | None = None,
         rate_limiter: TokenBucket | None = None,
+        keep_history: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, num_retries=0, **kwargs)
         self.response_format_mode = response_format
         self.retry_policy = retry_policy or RetryPolicy(max_retries=num_retries)
         self.rate_limiter = rate_limiter
+        self.keep_history = keep_history
 
     def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.kwargs.get("api_base") and kwargs.get("response_format") is not None:
@@ -149,6 +160,18 @@ class EdgewiseLM(dspy.LM):
         return await acall_with_retries(
             lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
         )
+
+    def update_history(self, entry: dict[str, Any]) -> None:
+        """DSPy's record of one call, kept for the last `keep_history` calls only: in the LM's and the
+        calling modules' lists (DSPy's `max_history_size`) and in DSPy's global list, which DSPy bounds
+        at 10,000 whatever that setting says."""
+        if self.keep_history == 0:
+            return
+        with dspy.context(max_history_size=self.keep_history):
+            super().update_history(entry)
+        excess = len(base_lm.GLOBAL_HISTORY) - self.keep_history
+        if excess > 0:
+            del base_lm.GLOBAL_HISTORY[:excess]
 
     def copy(self, **kwargs: Any) -> EdgewiseLM:
         """As `dspy.LM.copy`; `num_retries` changes edgewise's retry policy, never DSPy's own count."""
@@ -268,6 +291,7 @@ def build_lm(config: LMConfig, *, model_name: str | None = None, api_base: str |
             max_retries=config.num_retries, base_s=config.retry_base_s, cap_s=config.retry_cap_s
         ),
         "rate_limiter": TokenBucket(config.max_rps) if config.max_rps else None,
+        "keep_history": config.keep_history,
     }
     if config.api_base:
         kwargs["api_base"] = config.api_base
@@ -306,11 +330,47 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
 @contextmanager
 def lm_context(lm: dspy.BaseLM) -> Iterator[None]:
     """Run edgewise programs with `lm` and the JSON adapter (structured outputs where supported); the
-    adapter sends each episode's vocabulary in the response schema only (`VocabularyJSONAdapter`)."""
+    adapter sends each episode's vocabulary in the response schema only (`VocabularyJSONAdapter`).
+    DSPy keeps the history `lm` says (`LMConfig.keep_history`; none for an LM built elsewhere) and no
+    trace (`history_settings`)."""
     from edgewise.modules.vocabulary import VocabularyJSONAdapter
 
-    with dspy.context(lm=lm, adapter=VocabularyJSONAdapter()):
+    keep = getattr(lm, "keep_history", 0)
+    with dspy.context(lm=lm, adapter=VocabularyJSONAdapter(), **history_settings(keep_history=keep)):
         yield
+
+
+def history_settings(*, keep_history: int = 0) -> dict[str, Any]:
+    """DSPy's settings for what a run keeps of its calls: no trace, and LM history only when
+    `keep_history` > 0 (the LM then keeps that many calls, see `EdgewiseLM.update_history`).
+
+    DSPy appends every LM call to its history lists and every predictor call (the predictor, its
+    arguments, its prediction) to `settings.trace`, each bounded only at 10,000 entries, so a long run
+    grows by each call's prompt, reply and response object until it holds 10,000 of each. Nothing in
+    edgewise reads them; an optimizer that needs a trace opens its own (`dspy.context(trace=[])`).
+    """
+    return {"disable_history": keep_history == 0, "trace": None}
+
+
+def bound_memory_cache(entries: int = MEMORY_CACHE_ENTRIES) -> None:
+    """Keep at most `entries` replies in DSPy's in-memory cache; its disk cache still keeps every reply.
+
+    DSPy's memory tier holds a million replies by default: a service or a long batch with the cache on
+    would grow by every new reply for weeks. The cache is one per process, so only the commands that
+    own their process call this (`edgewise serve`, `edgewise extract`, a Ray actor), never a library
+    call inside someone else's program.
+    """
+    from dspy.clients import DISK_CACHE_LIMIT
+
+    cache = dspy.cache
+    if not cache.enable_memory_cache or cache.memory_cache.maxsize <= entries:
+        return
+    dspy.configure_cache(
+        enable_disk_cache=cache.enable_disk_cache,
+        disk_cache_dir=cache.disk_cache_dir,
+        disk_size_limit_bytes=DISK_CACHE_LIMIT,
+        memory_max_entries=entries,
+    )
 
 
 def redact(text: str, config: LMConfig | None) -> str:

@@ -16,7 +16,7 @@ import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Final
 
@@ -411,10 +411,12 @@ class _Runner:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def _lm_scope(self) -> AbstractContextManager[Any]:
-        if self.lm is None:
-            return nullcontext()
-        from edgewise.runtime.lm import lm_context
+        """The service's LM, or `dspy.configure`'s; either way DSPy keeps no record of the calls
+        beyond what the LM's `keep_history` says (a service runs for weeks)."""
+        from edgewise.runtime.lm import history_settings, lm_context
 
+        if self.lm is None:
+            return dspy.context(**history_settings())
         return lm_context(self.lm)
 
     def _extract_sync(self, episode: Episode) -> ExtractionResult:

@@ -14,7 +14,7 @@ from typing import Final
 
 import dspy
 
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.schema import ReplySchemas
 
 NONE_OF_THEM: Final = "NONE"
 
@@ -39,8 +39,10 @@ class ChooseTypes(dspy.Signature):
     answers: list[str] = dspy.OutputField(desc="one option per question, in order: a listed type or NONE")
 
 
-def answers_signature(base: type[dspy.Signature], options: Sequence[Sequence[str]]) -> type[dspy.Signature]:
-    """`base` (possibly tuned) whose `answers` has one slot per question, each one of its own options."""
+def answers_schema(options: Sequence[Sequence[str]]) -> ReplySchemas:
+    """The reply schema whose `answers` has one slot per question, each one of its own options (and
+    NONE), for `reply_schemas`."""
     slots = [{"type": "string", "enum": [*choices, NONE_OF_THEM]} for choices in options]
-    schema = {"type": "array", "prefixItems": slots, "minItems": len(slots), "maxItems": len(slots)}
-    return base.with_updated_fields("answers", type_=schema_only(list[str], schema))
+    return {
+        ("answers",): {"type": "array", "prefixItems": slots, "minItems": len(slots), "maxItems": len(slots)}
+    }

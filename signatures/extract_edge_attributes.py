@@ -2,17 +2,23 @@
 
 The seed lets the model fill an untyped bag of attributes; here each edge type declares concrete
 attributes, and `attributes_signature` builds a signature whose output is a pydantic model of exactly
-those fields, so structured outputs can constrain the reply.
+those fields, so structured outputs can constrain the reply. The type is the prompt's and the
+parser's too, so it is a real type, made once per edge type's attributes (their content, not the
+episode that brought them) and kept in a bounded cache.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import dspy
 from pydantic import BaseModel, Field, create_model
 
-from edgewise.signatures.types import EdgeType
+from edgewise.signatures.schema import KEPT_SIGNATURES
+from edgewise.signatures.types import AttributeKind, EdgeType
+
+_Declared = tuple[tuple[str, AttributeKind, str], ...]
 
 _KIND_TO_TYPE: dict[str, type] = {"string": str, "number": float, "integer": int, "boolean": bool}
 
@@ -38,15 +44,21 @@ class ExtractEdgeAttributes(dspy.Signature):
 
 
 def attributes_model(edge_type: EdgeType) -> type[BaseModel]:
-    """A pydantic model with one optional field per declared attribute (null = not stated)."""
-    fields = {
-        attribute.name: (
-            _KIND_TO_TYPE[attribute.kind] | None,
-            Field(default=None, description=attribute.description),
-        )
-        for attribute in edge_type.attributes
+    """A pydantic model with one optional field per declared attribute (null = not stated); the same
+    type name and attributes give the same class."""
+    declared = tuple(
+        (attribute.name, attribute.kind, attribute.description) for attribute in edge_type.attributes
+    )
+    return _attributes_model(edge_type.name, declared)
+
+
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
+def _attributes_model(name: str, declared: _Declared) -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        field: (_KIND_TO_TYPE[kind] | None, Field(default=None, description=text))
+        for field, kind, text in declared
     }
-    return create_model(f"{_camel(edge_type.name)}Attributes", **fields)
+    return create_model(f"{_camel(name)}Attributes", **fields)
 
 
 def attributes_schema(edge_type: EdgeType) -> dict[str, Any]:
@@ -70,9 +82,15 @@ def attributes_schema(edge_type: EdgeType) -> dict[str, Any]:
 def attributes_signature(base: type[dspy.Signature], edge_type: EdgeType) -> type[dspy.Signature]:
     """`base` (the possibly tuned `ExtractEdgeAttributes`) with its output typed for `edge_type`.
 
-    Built from the predictor's current signature so that tuned instructions carry over.
+    Built from the predictor's current signature so that tuned instructions carry over; the same
+    signature and attributes give the same class.
     """
-    return base.with_updated_fields("attributes", type_=attributes_model(edge_type))
+    return _attributes_signature(base, attributes_model(edge_type))
+
+
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
+def _attributes_signature(base: type[dspy.Signature], model: type[BaseModel]) -> type[dspy.Signature]:
+    return base.with_updated_fields("attributes", type_=model)
 
 
 def _camel(name: str) -> str:

@@ -6,11 +6,13 @@ extraction rules, datetime rules) word for word; `tests/test_signatures.py` keep
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
 import dspy
 from pydantic import BaseModel
 
+from edgewise.signatures.schema import KEPT_SIGNATURES
 from edgewise.signatures.types import (
     CompactEdge,
     CompactEdgeTextDates,
@@ -83,11 +85,13 @@ class ExtractEdges(dspy.Signature):
 MISSING_FACTS_FIELD: Final = "missing_facts"
 
 
+@functools.lru_cache(maxsize=KEPT_SIGNATURES)
 def with_missing_facts(signature: type[dspy.Signature]) -> type[dspy.Signature]:
     """`signature` (possibly tuned) plus the reviewer's hints, for a re-extraction call only.
 
     The first pass has nothing to say here, so its signature has no such field (as DSPy's `Refine`
-    adds its hint field only when there is a hint); tuned instructions and demos carry over.
+    adds its hint field only when there is a hint); tuned instructions and demos carry over. Made
+    once per signature, not per call.
     """
     return signature.append(
         MISSING_FACTS_FIELD,

@@ -2,7 +2,7 @@
 
 The seed asks once per fact; this signature asks once per episode, for every fact whose relationship
 type declares attributes. Each fact is shown with its attributes' names and meanings, and the reply
-is one object per fact, in order. `slots_signature` gives the reply a per-call JSON schema: exactly
+is one object per fact, in order. `slots_schema` gives the reply a per-call JSON schema: exactly
 one slot per fact, each slot exactly that fact's attributes (of their kinds, or null), so a decoding
 grammar writes nothing else; the prompt and the parser see the plain list (`signatures.schema`).
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import dspy
 
 from edgewise.signatures.extract_edge_attributes import attributes_schema
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.schema import ReplySchemas
 from edgewise.signatures.types import AttributeValue, EdgeType
 
 SLOTS_FIELD = "attributes"
@@ -43,8 +43,8 @@ class ExtractEpisodeAttributes(dspy.Signature):
     )
 
 
-def slots_signature(base: type[dspy.Signature], edge_types: Sequence[EdgeType]) -> type[dspy.Signature]:
-    """`base` (possibly tuned) whose reply has one slot per fact, the i-th typed for `edge_types[i]`.
+def slots_schema(edge_types: Sequence[EdgeType]) -> ReplySchemas:
+    """The reply schema with one slot per fact, the i-th typed for `edge_types[i]`, for `reply_schemas`.
 
     A tuple (`prefixItems`) of exactly that length: llama.cpp's grammar reads `prefixItems` as a
     fixed-length array, and `minItems` / `maxItems` state the length to a provider that does not.
@@ -55,5 +55,4 @@ def slots_signature(base: type[dspy.Signature], edge_types: Sequence[EdgeType]) 
         "minItems": len(edge_types),
         "maxItems": len(edge_types),
     }
-    plain = base.output_fields[SLOTS_FIELD].annotation
-    return base.with_updated_fields(SLOTS_FIELD, type_=schema_only(plain, schema))
+    return {(SLOTS_FIELD,): schema}

@@ -1,15 +1,15 @@
 """`VerifyEdges`: the precision step, which asks whether the current episode states each extracted edge.
 
 CORE's extraction ends in such a filter; on chat a small model writes several edges per gold edge,
-most of them not stated. The reply is one yes/no per edge, in order (`verdicts_signature` fixes its
-length in the JSON schema, so a decoding grammar writes exactly one verdict per edge).
+most of them not stated. The reply is one yes/no per edge, in order (`verdicts_schema` fixes its
+length in the reply's JSON schema, so a decoding grammar writes exactly one verdict per edge).
 """
 
 from __future__ import annotations
 
 import dspy
 
-from edgewise.signatures.schema import schema_only
+from edgewise.signatures.schema import ReplySchemas
 
 
 class VerifyEdges(dspy.Signature):
@@ -31,7 +31,8 @@ class VerifyEdges(dspy.Signature):
     )
 
 
-def verdicts_signature(base: type[dspy.Signature], count: int) -> type[dspy.Signature]:
-    """`base` (possibly tuned) whose `stated` list has exactly `count` items in its JSON schema."""
-    schema = {"type": "array", "items": {"type": "boolean"}, "minItems": count, "maxItems": count}
-    return base.with_updated_fields("stated", type_=schema_only(list[bool], schema))
+def verdicts_schema(count: int) -> ReplySchemas:
+    """The reply schema whose `stated` list has exactly `count` items, for `reply_schemas`."""
+    return {
+        ("stated",): {"type": "array", "items": {"type": "boolean"}, "minItems": count, "maxItems": count}
+    }

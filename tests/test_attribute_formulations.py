@@ -62,7 +62,7 @@ def run(
 
 
 def response_schema(call: dict[str, Any]) -> dict[str, Any]:
-    return call["kwargs"]["response_format"].model_json_schema()
+    return call["kwargs"]["response_format"]["json_schema"]["schema"]
 
 
 def test_per_edge_is_the_default_and_asks_once_per_edge_of_a_type_with_attributes() -> None:
@@ -101,7 +101,7 @@ def test_per_episode_asks_once_with_one_slot_per_edge_each_typed_for_its_edge() 
     assert [e.attributes for e in result.edges] == [{"role": "nurse", "years": 3}, {}, {}]
     assert [w.code for w in result.warnings if w.code == "attribute_dropped"] == ["attribute_dropped"]  # team
     assert result.usage["attributes"].calls == 1 and len(lm.calls) == 2
-    reply = next(iter(response_schema(lm.calls[1])["$defs"].values()))
+    reply = response_schema(lm.calls[1])["properties"]["attributes"]
     assert reply["minItems"] == reply["maxItems"] == 2
     works_at, lives_in = reply["prefixItems"]
     assert works_at["required"] == ["role", "years"] and works_at["additionalProperties"] is False
@@ -156,7 +156,7 @@ def test_in_extraction_writes_attributes_in_the_extraction_reply_and_makes_no_ot
 
 def test_in_extraction_ties_each_edges_attribute_fields_to_its_type_in_the_decoding_schema() -> None:
     _, lm = run(ProgramOptions(attributes="in-extraction"), in_reply_responder)
-    reply = next(iter(response_schema(lm.calls[0])["$defs"].values()))
+    reply = response_schema(lm.calls[0])["properties"]["edges"]
     alternatives = {
         json.dumps(a["properties"]["relationshipType"]): a["properties"]["attributes"]
         for a in reply["items"]["anyOf"]
@@ -243,7 +243,7 @@ def bench_responder(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> s
         return json.dumps({"edges": EDGES[:2]})
     if "facts" in str(messages[0]["content"]):
         return json.dumps({"attributes": [{"role": "Nurse", "years": None}, {"with_whom": "Bob"}]})
-    fields = json.dumps(kwargs["response_format"].model_json_schema())
+    fields = json.dumps(kwargs["response_format"]["json_schema"]["schema"])
     return json.dumps({"attributes": {"role": "nurse"} if '"role"' in fields else {"with_whom": "Carl"}})
 
 

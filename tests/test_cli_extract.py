@@ -128,6 +128,32 @@ def test_resume_skips_complete_lines_and_repairs_a_cut_line(tmp_path):
     assert [r["id"] for r in records] == [f"ep-{i}" for i in range(5)]
 
 
+def test_a_batch_with_the_cache_on_keeps_few_replies_in_memory(tmp_path, monkeypatch):
+    import dspy
+    from dspy.clients.cache import Cache
+
+    from edgewise.runtime.lm import MEMORY_CACHE_ENTRIES
+
+    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path / "cache"), 10**8, 1_000_000))
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps(GOOD) + "\n")
+    with MockOpenAIServer(REPLY) as server:
+        args = [
+            "extract",
+            "-i",
+            str(source),
+            "-o",
+            str(out),
+            "--model",
+            "openai/mock",
+            "--api-base",
+            server.api_base,
+        ]
+        assert main([*args, "--no-progress"]) == 0
+    assert dspy.cache.memory_cache.maxsize == MEMORY_CACHE_ENTRIES
+    assert len(dspy.cache.memory_cache) == 1 and "edges" in json.loads(out.read_text())
+
+
 def test_stdin_to_stdout(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((json.dumps(GOOD) + "\n").encode())))
     with MockOpenAIServer(REPLY) as server:

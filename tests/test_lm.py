@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import dspy
+import pydantic
 import pytest
-from fakes import edge, edges_reply
+from dspy.clients import base_lm
+from fakes import SchemaLM, edge, edges_reply, output_field
 from mock_openai import MockOpenAIServer
 
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.options import ProgramOptions
 from edgewise.modules.seed_prompt import SeedEdgesReply, response_schema
 from edgewise.runtime.lm import (
     MAX_LIST_ITEMS,
@@ -91,29 +95,38 @@ def _served_request(program, reply):
         return result, server.requests[0]
 
 
-def test_vocabulary_becomes_an_enum_only_on_the_named_fields_and_never_refuses_a_value():
-    from edgewise.modules.vocabulary import vocabulary_model
+def test_vocabulary_becomes_an_enum_only_on_the_named_fields():
+    from edgewise.modules.vocabulary import vocabulary_schemas
+    from edgewise.signatures.extract_edges import ExtractEdges, extract_signature
     from edgewise.signatures.types import ExtractedEdge
 
-    limited = vocabulary_model(
-        ExtractedEdge, {"relationshipType": ["A", "B", "A"], "absent": ["x"], "fact": []}
+    schemas = vocabulary_schemas(
+        ExtractEdges, {"relationshipType": ["A", "B", "A"], "absent": ["x"], "fact": []}
     )
-    properties = limited.model_json_schema()["properties"]
-    assert properties["relationshipType"]["enum"] == ["A", "B"]
-    assert (
-        properties["relationshipType"]["description"]
-        == ExtractedEdge.model_fields["relationshipType"].description
+    assert schemas == {
+        ("edges", "relationshipType"): {
+            "type": "string",
+            "enum": ["A", "B"],
+            "description": ExtractedEdge.model_fields["relationshipType"].description,
+            "title": "Relationshiptype",
+        }
+    }
+    assert vocabulary_schemas(ExtractEdges, {"fact": []}) == {}
+    numbered = vocabulary_schemas(extract_signature("seed", fact_span=True), {"sentence": [1, 2, 3]})
+    assert numbered[("edges", "sentence")]["type"] == "integer"
+    assert numbered[("edges", "sentence")]["enum"] == [1, 2, 3]
+
+
+def test_a_reply_outside_the_vocabulary_still_parses_and_loses_only_the_offending_edge():
+    """The enum guides the decoder; a server that ignored it still gets its reply parsed."""
+    reply = edges_reply(
+        edge("Alice", "WORKS_AT", "Acme", "Alice works at Acme."),
+        edge("Zoe", "MET", "Alice", "Zoe met Alice."),
     )
-    assert "enum" not in properties["fact"] and "enum" not in properties["sourceEntityName"]
-    assert issubclass(limited, ExtractedEdge) and list(limited.model_fields) == list(
-        ExtractedEdge.model_fields
-    )
-    # the enum guides the decoder; a server that ignored it still gets its reply parsed
-    assert (
-        limited(relationshipType="Z", sourceEntityName="a", targetEntityName="b", fact="f").relationshipType
-        == "Z"
-    )
-    assert vocabulary_model(ExtractedEdge, {"fact": []}) is ExtractedEdge
+    result, _body = _served_request(EdgeExtractor(), reply)
+    assert [(e.source_entity_name, e.target_entity_name) for e in result.edges] == [("Alice", "Acme")]
+    assert result.parse_failures == 0
+    assert "unknown_entity" in [warning.code for warning in result.warnings]
 
 
 def test_extractor_limits_decoding_to_the_episodes_entities_and_types():
@@ -173,8 +186,100 @@ def test_a_hosted_model_that_takes_a_schema_gets_the_vocabulary_too():
         pytest.raises(RuntimeError, match="stop"),
     ):
         EdgeExtractor()(_TYPED_EPISODE)
-    schema = json.dumps(captured["response_format"].model_json_schema())
+    schema = json.dumps(captured["response_format"]["json_schema"]["schema"])
     assert '"enum": ["Alice", "Acme", "Bob"]' in schema and '"enum": ["WORKS_AT", "MET"]' in schema
+
+
+def _model_classes() -> set[type]:
+    found: set[type] = set()
+    stack: list[type] = [pydantic.BaseModel]
+    while stack:
+        for subclass in stack.pop().__subclasses__():
+            if subclass not in found:
+                found.add(subclass)
+                stack.append(subclass)
+    return found
+
+
+def _guest_episode(number: int) -> dict:
+    names = [{"name": "Alice"}, {"name": "Acme"}, {"name": f"Guest {number}"}]
+    return {**_TYPED_EPISODE, "entities": names}
+
+
+def _verifying_reply(messages, _kwargs):
+    if output_field(messages) == "stated":
+        return json.dumps({"stated": [True]})
+    return edges_reply(edge("Alice", "WORKS_AT", "Acme", "Alice works at Acme."))
+
+
+def test_an_episode_with_new_names_makes_no_new_class():
+    """The vocabulary is data in the reply schema, not a pydantic model and a signature per call."""
+    lm = SchemaLM(_verifying_reply)
+    program = EdgeExtractor(options=ProgramOptions(precision=True))
+    with lm_context(lm):
+        program(_guest_episode(0))  # the first call may import and build what every call shares
+        gc.disable()  # a class made and dropped by a call stays listed until a collection
+        try:
+            before = _model_classes()
+            results = [program(_guest_episode(number)).result for number in (1, 2, 3)]
+            made = _model_classes() - before
+        finally:
+            gc.enable()
+    assert made == set()
+    assert all(len(result.edges) == 1 for result in results)
+    enums = [_edge_properties(call["kwargs"])["targetEntityName"]["enum"] for call in lm.calls[2::2]]
+    assert enums == [["Alice", "Acme", f"Guest {number}"] for number in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_dspy_keeps_the_history_the_lm_is_told_to_and_no_trace(keep):
+    lm = build_lm(LMConfig(model="openai/mock", api_base="http://127.0.0.1:9/v1", keep_history=keep))
+    program = EdgeExtractor()
+    trace = dspy.settings.trace  # the process-wide list a call outside any context appends to
+    kept_before = len(trace)
+    with MockOpenAIServer(edges_reply(edge("Alice", "WORKS_AT", "Acme", "Alice works at Acme."))) as server:
+        lm.kwargs["api_base"] = server.api_base
+        with lm_context(lm):
+            for number in range(3):
+                program(_guest_episode(number))
+    assert len(lm.history) == len(program.history) == len(program.extract.history) == keep
+    assert len(trace) == kept_before
+    if keep:
+        assert base_lm.GLOBAL_HISTORY == lm.history == program.extract.history
+        assert [entry["messages"][-1]["content"] for entry in lm.history] == [
+            entry["messages"][-1]["content"] for entry in program.history
+        ]
+        assert "Guest 2" in json.dumps(lm.history[-1]["kwargs"]["response_format"])
+
+
+def test_a_bounded_memory_cache_keeps_the_newest_replies_and_the_disk_keeps_all(tmp_path, monkeypatch):
+    from dspy.clients.cache import Cache
+
+    from edgewise.runtime.lm import bound_memory_cache
+
+    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path), 10**8, 1_000_000))
+    bound_memory_cache(5)
+    cache = dspy.cache
+    assert (cache.memory_cache.maxsize, cache.disk_cache_dir) == (5, str(tmp_path))
+    for number in range(8):
+        cache.put({"request": number}, {"reply": number})
+    assert len(cache.memory_cache) == 5
+    assert [cache.get({"request": number}) for number in (0, 7)] == [{"reply": 0}, {"reply": 7}]
+    bound_memory_cache(50)  # never widens it again
+    assert dspy.cache is cache
+
+
+def test_keep_history_is_a_model_flag_of_every_command():
+    from edgewise.cli import build_parser
+    from edgewise.cli.options import config_from_args
+
+    parser = build_parser()
+    for command in (["extract"], ["serve"], ["bench"], ["optimize", "--out", "runs/x"]):
+        args = parser.parse_args([*command, "--keep-history", "5"])
+        assert config_from_args(args).keep_history == 5
+        assert config_from_args(parser.parse_args(command)).keep_history == 0
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--keep-history", "-1"])
 
 
 def test_environment_fills_unset_fields(monkeypatch):

@@ -213,7 +213,7 @@ def test_the_pairwise_program_sends_one_answer_slot_per_pair_and_returns_seed_ed
     assert [(e.source_entity_name, e.relationship_type, e.target_entity_name) for e in result.edges] == [
         ("Ann0", "WORKS_AT", "Co0")
     ]
-    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"].model_json_schema())
+    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"]["json_schema"]["schema"])
     assert '"prefixItems"' in schema and '"const": "Ann0 | Co0"' in schema
     assert "prefixItems" not in str(lm.calls[0]["messages"])  # the prompt shows the plain reply type
     assert result.usage["pairs"].calls == 1
@@ -245,7 +245,7 @@ def test_the_precision_step_drops_exactly_the_edges_it_is_told_are_not_stated() 
     assert [e.relationship_type for e in result.edges] == ["WORKS_AT", "FRIEND_OF"]
     assert [w.code for w in result.warnings] == ["not_stated"]
     assert result.usage["verify"].calls == 1
-    schema = json.dumps(lm.calls[1]["kwargs"]["response_format"].model_json_schema())
+    schema = json.dumps(lm.calls[1]["kwargs"]["response_format"]["json_schema"]["schema"])
     assert '"minItems": 3' in schema and '"maxItems": 3' in schema
     assert "minItems" not in str(lm.calls[1]["messages"])
 

@@ -137,7 +137,7 @@ def test_retyping_by_question_offers_only_the_types_the_signatures_allow_and_war
     assert triples(result.edges) == [("Tom", "MANAGES", "Maya"), ("Tom", "WORKS_AT", "Acme")]
     assert codes(result.warnings) == ["retyped", "type_signature"]
     assert result.usage["retype"].calls == 1
-    schema = json.dumps(lm.calls[1]["kwargs"]["response_format"].model_json_schema())
+    schema = json.dumps(lm.calls[1]["kwargs"]["response_format"]["json_schema"]["schema"])
     # Person -> Organization: WORKS_AT or MEMBER_OF; Person -> Location: LIVES_IN (nothing else fits)
     assert '"enum": ["WORKS_AT", "MEMBER_OF", "NONE"]' in schema and '"enum": ["LIVES_IN", "NONE"]' in schema
     assert "prefixItems" not in str(lm.calls[1]["messages"])  # the prompt shows the plain reply type
@@ -411,7 +411,7 @@ def test_the_span_fact_is_the_sentences_own_text() -> None:
         '[1] Hi! [2] I\'m Maya. [3] Tom said "you start Monday." [4] I live in Leeds. [5] Tom manages me'
         in request
     )
-    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"].model_json_schema())
+    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"]["json_schema"]["schema"])
     assert '"enum": [1, 2, 3, 4, 5]' in schema
 
 
@@ -517,7 +517,7 @@ def test_an_episode_without_types_is_offered_the_default_vocabulary_and_kept_to_
     assert codes(result.warnings) == ["default_types", "unknown_type"]
     request = str(lm.calls[0]["messages"][-1]["content"])
     assert all(edge_type.name in request for edge_type in DEFAULT_EDGE_TYPES)
-    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"].model_json_schema())
+    schema = json.dumps(lm.calls[0]["kwargs"]["response_format"]["json_schema"]["schema"])
     assert '"LIKES"' in schema and '"BORN_IN"' in schema
     with lm_context(lm):
         given = EdgeExtractor(options=ProgramOptions(default_types=True))(episode()).result

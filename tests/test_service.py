@@ -541,6 +541,49 @@ def test_serve_runs_the_real_extractor_against_an_openai_compatible_server(
     assert SECRET_KEY not in limited.text
 
 
+@pytest.mark.parametrize("keep", [None, "2"])
+def test_serve_keeps_no_record_of_its_calls_unless_told_how_many(
+    monkeypatch: pytest.MonkeyPatch, keep: str | None
+) -> None:
+    """A service runs for weeks: DSPy's history and trace stay empty, or hold `--keep-history` calls."""
+    from dspy.clients import base_lm
+
+    monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
+    built: dict[str, Any] = {}
+
+    def recording_create_app(program: Any, lm: Any, **kwargs: Any) -> Any:
+        built.update(program=program, lm=lm)
+        return create_app(program, lm, **kwargs)
+
+    monkeypatch.setattr(serve_cli, "create_app", recording_create_app)
+    trace = dspy.settings.trace
+    traced_before, recorded_before = len(trace), len(base_lm.GLOBAL_HISTORY)
+    with MockOpenAIServer(content=EDGES_REPLY) as server:
+        app, _ = _run_serve(
+            monkeypatch, "--model", "openai/mock", "--api-base", server.api_base, "--no-cache",
+            *(["--keep-history", keep] if keep else []),
+        )  # fmt: skip
+        with TestClient(app) as client:
+            statuses = [client.post("/v1/extract", json=SEED_CONTEXT).status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    program, lm = built["program"], built["lm"]
+    kept = int(keep or 0)
+    assert len(lm.history) == len(program.history) == len(program.extract.history) == kept
+    assert len(trace) == traced_before
+    assert len(base_lm.GLOBAL_HISTORY) == (kept if keep else recorded_before)
+
+
+@pytest.mark.parametrize(("flags", "bounded"), [((), True), (("--no-cache",), False)])
+def test_serve_keeps_few_cached_replies_in_memory(
+    monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], bounded: bool
+) -> None:
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(serve_cli, "bound_memory_cache", lambda *given: calls.append(given))
+    monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
+    _run_serve(monkeypatch, "--model", "openai/mock", "--api-base", "http://127.0.0.1:9/v1", *flags)
+    assert calls == ([()] if bounded else [])
+
+
 def test_serve_reads_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EDGEWISE_API_TOKEN", PLAIN_SECRET)
     with MockOpenAIServer(content=EDGES_REPLY) as server:
