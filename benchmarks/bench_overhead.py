@@ -39,7 +39,7 @@ from mock_openai import MockOpenAIServer
 
 from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import GoldEdge, LabeledEpisode
 

@@ -40,7 +40,7 @@ from edgewise.eval.scoring import score_episode
 from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.fact_dates import dates_from_facts
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.signatures.types import Edge, ExtractionWarning, LabeledEpisode, format_utc
 
 Step = Callable[[list[Edge], LabeledEpisode, list[ExtractionWarning]], list[Edge]]

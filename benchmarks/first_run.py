@@ -56,7 +56,7 @@ from harness import progress, script_parser
 ROOT: Final = Path(__file__).resolve().parents[1]
 README: Final = ROOT / "README.md"
 SETUP_HEADING: Final = "## Set up and run"
-CACHE_ENV: Final = "EDGEWISE_CACHE"  # runtime/local_models.py CACHE_ENV
+CACHE_ENV: Final = "EDGEWISE_CACHE"  # local/local_models.py CACHE_ENV
 CLEARED_ENV: Final = ("EDGEWISE_LLAMA_SERVER", "EDGEWISE_RUNTIME_BUILD", "VIRTUAL_ENV", "PYTHONPATH")
 TAIL_CHARS: Final = 4000
 _RUNTIME_LINE: Final = re.compile(r"^runtime of local/(?P<model>\S+): (?P<where>.*?); why: (?P<why>.*)$")

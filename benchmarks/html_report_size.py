@@ -42,7 +42,7 @@ from mock_openai import MockOpenAIServer, prompt_text
 from edgewise.data.loader import load_episodes
 from edgewise.eval import run_bench
 from edgewise.eval.html_report import RESULTS_HTML, write_html
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode, format_utc
 

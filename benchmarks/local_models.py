@@ -30,8 +30,8 @@ from typing import Final
 
 from harness import progress
 
-from edgewise.runtime.local_models import MODELS, LocalModelSpec, ensure_model_file, missing_parts
-from edgewise.runtime.local_server import LocalServer, default_threads, peak_rss_bytes
+from edgewise.local.local_models import MODELS, LocalModelSpec, ensure_model_file, missing_parts
+from edgewise.local.local_server import LocalServer, default_threads, peak_rss_bytes
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DEFAULT_EPISODES: Final = ROOT / "data" / "examples" / "episodes.jsonl"
@@ -293,7 +293,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import edgewise.runtime.offline  # noqa: F401  (no network fetch of LiteLLM's price map)
-    from edgewise.runtime.local_server import find_server_binary
+    from edgewise.local.local_server import find_server_binary
 
     episodes, gold = load_episodes(args.episodes, args.limit)
     source = str(args.episodes.relative_to(ROOT) if args.episodes.is_relative_to(ROOT) else args.episodes)

@@ -10,7 +10,7 @@ Each configuration is a model, a runtime and options, written `MODEL@RUNTIME[+OP
   first), `legacy` (the first pass also carries an empty
   `missing_facts` input, as the program did before), `ngram` (llama-server's n-gram speculative
   decoding, drafts looked up in the context; on by default for the models whose `speculative` is set in
-  runtime/local_models.json), `ngram-mod` (its `ngram-mod`
+  local/local_models.json), `ngram-mod` (its `ngram-mod`
   variant instead), `ngram16` / `ngram8` (n-gram drafts of at most 16 / 8 tokens instead of 48),
   `draft` (speculative decoding with the 0.5B model as
   the draft), `fa` (flash attention on), `t1` (one thread)
@@ -200,9 +200,9 @@ def _program(config: Config) -> Any:
 def run_config(config: Config, episodes: list[Any], args: argparse.Namespace) -> Run:
     """Serve the configuration's model and extract every episode once, timing each."""
     from edgewise.eval import score_episode
+    from edgewise.local.local_models import ensure_model_file, resolve_local_model
+    from edgewise.local.local_server import LocalServer, LocalServerError, peak_rss_bytes
     from edgewise.runtime.lm import LOCAL_TIMEOUT_S, LMConfig, build_lm, lm_context
-    from edgewise.runtime.local_models import ensure_model_file, resolve_local_model
-    from edgewise.runtime.local_server import LocalServer, LocalServerError, peak_rss_bytes
 
     run = Run(config)
     binary = binary_for(config.runtime)

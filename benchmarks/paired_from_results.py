@@ -31,7 +31,9 @@ from pathlib import Path
 from statistics import median
 from typing import NamedTuple
 
-from edgewise.eval.bench import BenchReport, EpisodeRun, percentile
+import numpy as np
+
+from edgewise.eval.bench_records import BenchReport, EpisodeRun
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
 from edgewise.eval.records import SplitScore, f1_of
@@ -109,7 +111,7 @@ def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dic
         / n,
         "completion_tokens_per_episode": sum(e.completion_tokens for e in episodes) / n,
         "latency_p50_s": median(e.latency_s for e in episodes),
-        "latency_p95_s": percentile([e.latency_s for e in episodes], 0.95),
+        "latency_p95_s": float(np.quantile([e.latency_s for e in episodes], 0.95)),
         "failed": sum(1 for e in episodes if e.status == "failed"),
         "unparsed": sum(1 for e in episodes if e.parse_failures),
     }

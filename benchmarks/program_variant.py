@@ -20,9 +20,9 @@ from harness import script_parser
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
-from edgewise.optimize.artifact import new_manifest, read_manifest, resolve_artifact_dir, save
 from edgewise.optimize.program_search import build_program
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.artifact import new_manifest, read_manifest, resolve_artifact_dir, save
+from edgewise.programs.names import resolve_program
 
 
 def variant(source: EdgeExtractor, changes: dict[str, Any]) -> EdgeExtractor:

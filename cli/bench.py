@@ -18,8 +18,10 @@ from edgewise.cli.options import (
 )
 from edgewise.data.loader import SPLITS
 from edgewise.data.sampling import stratified_sample
-from edgewise.eval.bench import BenchInterrupted, BenchReport, run_bench
-from edgewise.optimize.programs import UNCOMPILED, choose_program, resolve_program
+from edgewise.eval.bench import BenchInterrupted, run_bench
+from edgewise.eval.bench_records import BenchReport
+from edgewise.eval.report import markdown_table
+from edgewise.programs.names import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
@@ -177,7 +179,7 @@ def default_out_dir() -> Path:
 
 
 def _print_report(report: BenchReport, out_dir: Path) -> None:
-    sys.stdout.write(report.table())
+    sys.stdout.write(markdown_table(report))
     sys.stdout.flush()
     written = ", ".join(
         name

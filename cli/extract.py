@@ -24,7 +24,7 @@ from edgewise.cli.options import (
     add_program_argument,
     config_from_args,
 )
-from edgewise.optimize.programs import choose_program, resolve_program
+from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.episode_runner import extract_records
 from edgewise.runtime.jsonl import (
     BatchSummary,

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.cli.options import config_from_args
-from edgewise.optimize.programs import choose_program, resolve_program
+from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, LMConfigError, build_lm
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from edgewise.runtime.llama_runtimes import (
+from edgewise.local.llama_runtimes import (
     BUILD_POLICY_ENV,
     BUILD_TIME_NOTE,
     NATIVE_INSTALL_HINT,
@@ -19,7 +19,7 @@ from edgewise.runtime.llama_runtimes import (
     host_build_dir,
     stderr_progress,
 )
-from edgewise.runtime.local_models import (
+from edgewise.local.local_models import (
     DEFAULT_LOCAL_MODEL,
     MODELS,
     LocalModelSpec,
@@ -30,7 +30,7 @@ from edgewise.runtime.local_models import (
     model_path,
     resolve_local_model,
 )
-from edgewise.runtime.local_server import LocalServer, read_log_tail, runtime_choice
+from edgewise.local.local_server import LocalServer, read_log_tail, runtime_choice
 
 _WATCH_INTERVAL_S = 0.5
 

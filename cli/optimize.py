@@ -215,7 +215,7 @@ def teacher_config(args: argparse.Namespace, task: LMConfig) -> LMConfig | None:
 def manifest_model(config: LMConfig) -> str:
     """The model string a manifest records: `local` is spelled out as the local model it stands for."""
     if config.is_local:
-        from edgewise.runtime.local_models import resolve_local_model
+        from edgewise.local.local_models import resolve_local_model
 
         return f"local/{resolve_local_model(config.model).name}"
     return config.model

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from edgewise.cli import add_command
-from edgewise.eval.bench import BenchReport
+from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.eval.report import PLOT_PNG, RESULTS_JSON
 from edgewise.signatures.names import field_path

@@ -16,7 +16,7 @@ from typing import Any, Final
 from edgewise.cli import add_command
 from edgewise.cli.flags import at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
-from edgewise.optimize.programs import choose_program, resolve_program
+from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.lm import bound_memory_cache, open_lm
 from edgewise.service.app import (
     DEFAULT_MAX_BATCH,

@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.file_types import FileEntityTypes
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import GoldEdge, LabeledEpisode

@@ -12,9 +12,9 @@ import edgewise.runtime.offline  # noqa: F401  (must run before dspy/litellm are
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.seed_prompt import SeedPromptExtractor
-from edgewise.optimize.artifact import load
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.programs.artifact import load
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
+from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.types import (
     Edge,
     EdgeAttribute,

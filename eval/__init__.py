@@ -1,12 +1,7 @@
 """Evaluation of edge extraction: the edge-F1 metric with feedback, and the reports built on it."""
 
-from edgewise.eval.bench import (
-    BenchInterrupted,
-    BenchReport,
-    EpisodeRun,
-    RunSummary,
-    run_bench,
-)
+from edgewise.eval.bench import BenchInterrupted, run_bench
+from edgewise.eval.bench_records import BenchReport, EpisodeRun, RunSummary
 from edgewise.eval.dates import format_date
 from edgewise.eval.feedback import edge_metric, feedback_text, format_edge
 from edgewise.eval.intervals import bootstrap_ci

@@ -7,17 +7,17 @@ error or timeout is recorded as a failed episode, scored as an empty prediction 
 Ctrl-C writes every finished episode (`results.json` marked partial) before it stops.
 
     from edgewise.eval import run_bench
-    from edgewise.optimize.programs import resolve_program
+    from edgewise.eval.report import markdown_table
+    from edgewise.programs.names import resolve_program
     programs = {name: resolve_program(name) for name in ("seed", "default")}
     report = run_bench([LMConfig(model="openai/gpt-4o-mini")], programs, episodes,
                        workers=4, seed=0, out_dir="runs/bench")
-    print(report.table())
+    print(markdown_table(report))
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
 import time
 from collections import Counter
@@ -26,25 +26,31 @@ from contextlib import AbstractContextManager, ExitStack, closing, contextmanage
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal, NamedTuple
+from typing import Final
 
 import dspy
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+import numpy as np
 
+from edgewise.eval.bench_comparison import compare_to_baseline
+from edgewise.eval.bench_records import (
+    BenchReport,
+    DataSummary,
+    EpisodeRun,
+    RunSummary,
+)
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
-from edgewise.eval.open_vocabulary import TypeShare, alias_aware_score, type_shares, without_vocabulary
-from edgewise.eval.paired import PairedDifference, paired_on_shared
-from edgewise.eval.records import Count, Counts, EpisodeScore, SplitScore, without_unjudged_attributes
-from edgewise.eval.report import markdown_table, write_reports, write_results_json
+from edgewise.eval.open_vocabulary import alias_aware_score, type_shares, without_vocabulary
+from edgewise.eval.pricing import price_usd
+from edgewise.eval.records import Counts, EpisodeScore
+from edgewise.eval.report import write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
 from edgewise.signatures.types import Edge, Episode, GoldEdge, LabeledEpisode, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
-EpisodeStatus = Literal["ok", "failed"]
 
 _ERROR_MESSAGE_CHARS: Final[int] = 500
 """A provider error can carry a whole HTTP body; the report keeps its start."""
@@ -56,171 +62,6 @@ class BenchInterrupted(KeyboardInterrupt):
     def __init__(self, report: BenchReport) -> None:
         super().__init__("bench interrupted; partial results written")
         self.report = report
-
-
-# --------------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------------
-
-
-class EpisodeRun(BaseModel):
-    """One episode under one model x program: what it cost and how it scored (the bare counts)."""
-
-    id: str
-    source: str
-    status: EpisodeStatus
-    error: str | None = None
-    latency_s: float
-    calls: Count
-    prompt_tokens: Count
-    completion_tokens: Count
-    cached_prompt_tokens: Count
-    parse_failures: Count
-    warnings: Count
-    n_gold: int
-    n_predicted: int
-    tp: int
-    fp: int
-    fn: int
-    f1: float
-    attribute_right: Count
-    attribute_total: Count
-    attribute_values: Count
-    attribute_supported: Count
-
-    alias_aware: Counts | None = None
-    """With `--open-vocabulary`: the counts of the alias-aware edge-F1 (`edgewise.eval.open_vocabulary`)."""
-
-    @model_serializer(mode="wrap")
-    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return without_unjudged_attributes(handler(self))
-
-
-class PairedResult(BaseModel):
-    """A program's edge-F1 minus the baseline's on the same episodes, with its paired 95% interval."""
-
-    difference: float
-    low: float
-    high: float
-    episodes: int
-
-    @classmethod
-    def of(cls, paired: PairedDifference) -> PairedResult:
-        return cls(difference=paired.difference, low=paired.low, high=paired.high, episodes=paired.episodes)
-
-    def text(self) -> str:
-        """`+0.081 [+0.011, +0.150]`; a difference whose interval holds 0 is no difference."""
-        return f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
-
-
-class Comparison(BaseModel):
-    """A run against the bench's `--baseline` program on the same model: overall and per source.
-
-    `attribute_accuracy` is the paired difference of attribute accuracy on matched edges, where both
-    runs judged some attribute (None otherwise).
-    """
-
-    baseline: str
-    overall: PairedResult
-    per_source: dict[str, PairedResult] = Field(default_factory=dict)
-    attribute_accuracy: PairedResult | None = None
-
-    @model_serializer(mode="wrap")
-    def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
-        return data if data.get("attribute_accuracy") is not None else without_unjudged_attributes(data)
-
-
-class RunSummary(BaseModel):
-    """One model x program over the episodes: scores, failures, usage, latency and cost.
-
-    `scores` counts a failed episode as an empty prediction (its gold edges are misses), so a model
-    that times out cannot look better by skipping the hard texts; `scores_completed` leaves failed
-    episodes out, for telling extraction quality apart from reliability.
-    """
-
-    model: str
-    program: str
-    reflexion_rounds: int | None = None
-    episodes_planned: int
-    episodes_done: int = 0
-    complete: bool = False
-    error: str | None = None
-    scores: SplitScore | None = None
-    scores_completed: SplitScore | None = None
-    edge_f1_ci95: tuple[float, float] | None = None
-    edge_f1_macro_sources: float | None = None
-    """Mean of the sources' micro edge-F1: each source counts once, however many edges it has."""
-    comparison: Comparison | None = None
-    edge_f1_alias_aware: float | None = None
-    """With `--open-vocabulary`: micro edge-F1 where a type that normalizes like the gold's counts right."""
-    edge_f1_alias_aware_ci95: tuple[float, float] | None = None
-    alias_aware_comparison: PairedResult | None = None
-    """The alias-aware edge-F1 minus the baseline program's, paired on the same episodes."""
-    type_shares: list[TypeShare] = Field(default_factory=list)
-    """Every relationship type the run wrote, most written first, with the gold's share of it."""
-    failed_episodes: int = 0
-    failure_reasons: dict[str, int] = Field(default_factory=dict)
-    failed_per_source: dict[str, int] = Field(default_factory=dict)
-    parse_failure_episodes: int = 0
-    parse_failure_rate: float | None = None
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls_per_episode: float | None = None
-    prompt_tokens_per_episode: float | None = None
-    uncached_prompt_tokens_per_episode: float | None = None
-    """Prompt tokens the server evaluated, not taken from its prompt cache (where it reports that)."""
-    completion_tokens_per_episode: float | None = None
-    usage_per_step: dict[str, StepUsage] = Field(default_factory=dict)
-    latency_p50_s: float | None = None
-    latency_p95_s: float | None = None
-    latency_mean_s: float | None = None
-    cost_usd: float | None = None
-    cost_per_episode_usd: float | None = None
-    wall_s: float = 0.0
-    episodes: list[EpisodeRun] = Field(default_factory=list)
-
-    @property
-    def tokens_per_episode(self) -> float | None:
-        if self.prompt_tokens_per_episode is None or self.completion_tokens_per_episode is None:
-            return None
-        return self.prompt_tokens_per_episode + self.completion_tokens_per_episode
-
-
-class DataSummary(BaseModel):
-    """Which episodes were benchmarked: a fingerprint of their ids, and how many came from each source."""
-
-    episodes: int
-    ids_sha256: str
-    sources: dict[str, int]
-    non_exhaustive: int
-    gold_edges: int
-
-
-class BenchReport(BaseModel):
-    """Everything a bench measured; `results.json` is this model, `partial` when Ctrl-C stopped it."""
-
-    partial: bool = False
-    created_at: str
-    out_dir: str | None = None
-    versions: dict[str, str]
-    seed: int
-    workers: int
-    reflexion_rounds: int | None = None
-    open_types: bool = False
-    open_vocabulary: bool = False
-    """The episodes were sent without their `edgeTypes` (scored against their gold as labeled)."""
-    baseline: str | None = None
-    bootstrap_resamples: int = DEFAULT_RESAMPLES
-    models: list[str]
-    programs: list[str]
-    data: DataSummary
-    runs: list[RunSummary] = Field(default_factory=list)
-
-    def table(self) -> str:
-        """The Markdown table with its notes (what `edgewise bench` prints)."""
-        return markdown_table(self)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -256,47 +97,6 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[package] = "unknown"
     return found
-
-
-# --------------------------------------------------------------------------------------------------
-# Statistics and cost
-# --------------------------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); `q` in [0, 1]."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def price_usd(config: LMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """What LiteLLM's bundled price table says these tokens cost, or None when it has no price.
-
-    Local models cost nothing per token but are not free to run, so they get None ("n/a") rather than
-    0. A model behind its own `--api-base` is priced under its model name when LiteLLM knows it.
-    """
-    if config.is_local:
-        return None
-    import litellm
-
-    name = config.model
-    if config.api_base and "/" not in name:
-        name = f"openai/{name}"  # how `build_lm` routes a bare name to a server
-    provider = name.split("/", 1)[0] if "/" in name else None
-    if name not in litellm.model_cost and provider not in litellm.provider_list:
-        return None  # no provider to route to: LiteLLM would print its provider list on stdout
-    try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:  # noqa: BLE001  (LiteLLM raises assorted error types for unpriced models)
-        return None
-    return float(prompt_cost) + float(completion_cost)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -417,8 +217,8 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     summary.uncached_prompt_tokens_per_episode = (summary.prompt_tokens - cached) / n
     summary.completion_tokens_per_episode = summary.completion_tokens / n
     latencies = [run.latency_s for run in runs]
-    summary.latency_p50_s = percentile(latencies, 0.50)
-    summary.latency_p95_s = percentile(latencies, 0.95)
+    summary.latency_p50_s = float(np.quantile(latencies, 0.50))
+    summary.latency_p95_s = float(np.quantile(latencies, 0.95))
     summary.latency_mean_s = sum(latencies) / n
     summary.cost_usd = price_usd(state.config, summary.prompt_tokens, summary.completion_tokens)
     summary.cost_per_episode_usd = None if summary.cost_usd is None else summary.cost_usd / n
@@ -465,7 +265,7 @@ def run_bench(
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
 
-    `programs` maps the name shown in the report to a ready program (`edgewise.optimize.programs.resolve_program`
+    `programs` maps the name shown in the report to a ready program (`edgewise.programs.names.resolve_program`
     builds them from names); `reflexion_rounds` and `open_types` only record how they were built.
 
     `out_dir` receives `results.md` (the table), `results.json`, `plot.png`, `results.html` (the
@@ -626,79 +426,6 @@ def _run_program(
             if state.summary.failure_reasons:
                 bar.set_postfix(failed=sum(state.summary.failure_reasons.values()), refresh=False)
     log.flush()  # per run, not per line: a line-by-line flush costs more than scoring the episode
-
-
-def compare_to_baseline(report: BenchReport) -> None:
-    """Give every run of a model its paired difference from the baseline program's run on that model.
-
-    Paired over the episodes both runs finished, overall and within each source, with the bench's
-    seed and resample count; the baseline's own run has none.
-    """
-    if report.baseline is None:
-        return
-    baselines = {run.model: run for run in report.runs if run.program == report.baseline and run.episodes}
-    for run in report.runs:
-        base = baselines.get(run.model)
-        if base is None or run is base or not run.episodes:
-            run.comparison = None
-            continue
-        options = {"n_resamples": report.bootstrap_resamples, "seed": report.seed}
-        overall = paired_on_shared(base.episodes, run.episodes, **options)
-        if overall is None:
-            continue
-        per_source = {}
-        for source in sorted({episode.source for episode in base.episodes}):
-            mine = [episode for episode in run.episodes if episode.source == source]
-            theirs = [episode for episode in base.episodes if episode.source == source]
-            paired = paired_on_shared(theirs, mine, **options)
-            if paired is not None:
-                per_source[source] = PairedResult.of(paired)
-        run.comparison = Comparison(
-            baseline=report.baseline,
-            overall=PairedResult.of(overall),
-            per_source=per_source,
-            attribute_accuracy=_paired_attributes(base.episodes, run.episodes, options),
-        )
-        run.alias_aware_comparison = _alias_aware_paired(base, run, options)
-
-
-class _AliasAwareCounts(NamedTuple):
-    """An episode's alias-aware counts under its id, as `paired_on_shared` reads a score."""
-
-    id: str
-    tp: int
-    fp: int
-    fn: int
-
-
-def _alias_aware_paired(base: RunSummary, run: RunSummary, options: dict[str, int]) -> PairedResult | None:
-    """The paired alias-aware edge-F1 difference, where both runs have those counts (open vocabulary)."""
-
-    def counts(summary: RunSummary) -> list[_AliasAwareCounts]:
-        return [
-            _AliasAwareCounts(
-                episode.id, episode.alias_aware.tp, episode.alias_aware.fp, episode.alias_aware.fn
-            )
-            for episode in summary.episodes
-            if episode.alias_aware is not None
-        ]
-
-    mine, theirs = counts(run), counts(base)
-    paired = paired_on_shared(theirs, mine, **options) if mine and theirs else None
-    return PairedResult.of(paired) if paired is not None else None
-
-
-def _paired_attributes(
-    baseline: Sequence[EpisodeRun], candidate: Sequence[EpisodeRun], options: dict[str, int]
-) -> PairedResult | None:
-    """The paired attribute-accuracy difference, or None where either run judged no attribute."""
-    if not any(e.attribute_total for e in baseline) or not any(e.attribute_total for e in candidate):
-        return None
-    try:
-        paired = paired_on_shared(baseline, candidate, stat="attribute_accuracy", **options)
-    except ValueError:  # no shared episode judged an attribute in both runs
-        return None
-    return None if paired is None else PairedResult.of(paired)
 
 
 def _write(report: BenchReport, out_path: Path | None) -> None:

@@ -14,18 +14,16 @@ import json
 from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Final, Literal, Self, TypeVar
+from typing import IO, Final, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
 from edgewise.eval.report import ERRORS_JSONL, error_line, write_atomic
 from edgewise.runtime.jsonl import InputError, validation_error
 from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, GoldEdge, LabeledEpisode
-
-if TYPE_CHECKING:
-    from edgewise.eval.bench import EpisodeRun
 
 EPISODES_JSONL: Final = "episodes.jsonl"
 PREDICTIONS_JSONL: Final = "predictions.jsonl"

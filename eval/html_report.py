@@ -18,8 +18,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import Final, NamedTuple
 
+from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.dates import format_date
 from edgewise.eval.episode_log import (
     EPISODES_JSONL,
@@ -32,9 +33,6 @@ from edgewise.eval.episode_log import (
 from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row, write_atomic
 from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
-
-if TYPE_CHECKING:
-    from edgewise.eval.bench import BenchReport
 
 RESULTS_HTML: Final = "results.html"
 

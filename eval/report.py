@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from edgewise.eval.bench_records import BenchReport, EpisodeRun, RunSummary
 from edgewise.eval.records import EpisodeScore
 from edgewise.signatures.types import ExtractionResult
-
-if TYPE_CHECKING:
-    from edgewise.eval.bench import BenchReport, EpisodeRun, RunSummary
 
 RESULTS_JSON: Final = "results.json"
 RESULTS_MD: Final = "results.md"

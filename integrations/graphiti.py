@@ -53,14 +53,14 @@ from edgewise.integrations.graphiti_prompt import (
     read_edge_prompt,
     read_fact,
 )
-from edgewise.runtime.errors import (
+from edgewise.runtime.faults import failure_reason
+from edgewise.signatures.errors import (
     REASON_CONNECTION,
     REASON_INVALID_RESPONSE,
     REASON_RATE_LIMITED,
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
 )
-from edgewise.runtime.faults import failure_reason
 from edgewise.signatures.types import AttributeValue, Edge, EdgeAttribute, Episode, format_utc
 
 logger = logging.getLogger("edgewise.integrations.graphiti")
@@ -114,7 +114,7 @@ class EdgewiseLLMClient(LLMClient):
         **lm_options: Any,
     ) -> None:
         super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
-        from edgewise.optimize.programs import choose_program, resolve_program
+        from edgewise.programs.names import choose_program, resolve_program
         from edgewise.runtime.lm import LMConfig
 
         # Built even when `lm` is given, so that a misspelled option is refused either way.

@@ -21,11 +21,9 @@ from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.programs.graphiti_baseline import GENERIC_LABEL
+from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType, Entity, Episode
-
-GENERIC_LABEL: Final = "Entity"
-"""The label every Graphiti entity node has; its other label, if any, is its entity type."""
 
 _CUSTOM_START: Final = "support continuity.\n\n\n"
 _CUSTOM_END: Final = "\n\n# EXTRACTION RULES"

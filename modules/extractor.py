@@ -21,6 +21,7 @@ from edgewise.modules.attributes import (
     extraction_signature,
     fill_attributes,
 )
+from edgewise.modules.concurrency import run_concurrently
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
@@ -469,12 +470,14 @@ class EdgeExtractor(dspy.Module):
                 return []
         return [fact for fact in (reply.missing_facts or []) if fact.strip()]
 
-    def batch(
+    def extract_many(
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4
     ) -> list[ExtractionResult | BaseException]:
-        """Extract many episodes concurrently; a failed episode yields its exception, in input order."""
-        from edgewise.runtime.batch import run_concurrently
+        """Extract many episodes concurrently; a failed episode yields its exception, in input order.
 
+        Named apart from `dspy.Module.batch`, which takes `dspy.Example`s and returns predictions:
+        that one stays as DSPy defines it, for DSPy's own tools.
+        """
         return run_concurrently(lambda episode: self(episode).result, episodes, workers=workers)
 
     async def aextract(

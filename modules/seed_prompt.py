@@ -26,7 +26,7 @@ from edgewise.modules.extractor import (
 )
 from edgewise.modules.postprocess import postprocess
 from edgewise.modules.usage import track_step
-from edgewise.runtime.errors import REASON_PARSE, EdgewiseError
+from edgewise.signatures.errors import REASON_PARSE, EdgewiseError
 from edgewise.signatures.types import (
     Episode,
     ExtractedEdge,

@@ -19,11 +19,11 @@ import dspy
 from dspy.utils.callback import BaseCallback
 
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.optimize.artifact import save
 from edgewise.optimize.dev_scoring import DevScore, dev_score
 from edgewise.optimize.dispatch import SearchResult
 from edgewise.optimize.manifest import RunRecord, RunStatus
 from edgewise.optimize.metering import NO_USAGE, BudgetExhausted, Meter, metered
+from edgewise.programs.artifact import save
 from edgewise.signatures.types import ExtractionResult, LabeledEpisode
 
 

@@ -12,20 +12,17 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import dspy
 
 from edgewise.eval.intervals import CI_LEVEL
 from edgewise.eval.paired import PairedDifference
-from edgewise.optimize.artifact import Manifest, new_manifest
 from edgewise.optimize.dev_scoring import DevScore
 from edgewise.optimize.metering import PhaseUsage, total_usage
 from edgewise.optimize.settings import OptimizeSettings
+from edgewise.programs.artifact import Manifest, new_manifest
 from edgewise.runtime.redaction import redact
-
-if TYPE_CHECKING:
-    from edgewise.optimize.checkpoints import BestTracker
 
 RunStatus = Literal["complete", "budget_exhausted", "interrupted", "failed"]
 """How a run ended, as its manifest's `status` says: checkpoints written mid-search say `interrupted`
@@ -66,6 +63,13 @@ def demo_provenance(program: dspy.Module) -> dict[str, Any]:
     return notes
 
 
+class SearchProgress(Protocol):
+    """What a manifest says of the search so far (`checkpoints.BestTracker` keeps it)."""
+
+    best_score: float
+    scores: list[float]
+
+
 @dataclass
 class RunRecord:
     """What one run's manifests say; `manifest()` writes it out for a program at any point of the run."""
@@ -83,7 +87,7 @@ class RunRecord:
     """LM usage per phase (`before`, `search`, `after`)."""
     before: DevScore | None = None
     """The uncompiled program's dev score, once measured."""
-    search: BestTracker | None = None
+    search: SearchProgress | None = None
     """The search's best-so-far tracker, once the search started."""
 
     def manifest(

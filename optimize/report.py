@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.optimize.artifact import Manifest
 from edgewise.optimize.dev_scoring import DevScore
 from edgewise.optimize.manifest import RunStatus
 from edgewise.optimize.metering import NO_USAGE, PhaseUsage, total_usage
+from edgewise.programs.artifact import Manifest
 
 
 @dataclass

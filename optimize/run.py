@@ -20,7 +20,6 @@ from typing import TextIO
 import dspy
 
 from edgewise.modules.type_signatures import learn_type_signatures
-from edgewise.optimize.artifact import save
 from edgewise.optimize.checkpoints import BestTracker, checkpoint_to, run_checkpointed
 from edgewise.optimize.dev_scoring import DevScore, evaluate_program
 from edgewise.optimize.dispatch import search, starting_program, uncompiled_program
@@ -30,6 +29,7 @@ from edgewise.optimize.report import OptimizeReport
 from edgewise.optimize.selection import keep_if_better, score_pick
 from edgewise.optimize.settings import DEFAULTS, OptimizeSettings
 from edgewise.optimize.splits import Dataset, load_split, selection_dev, split_description
+from edgewise.programs.artifact import save
 
 
 def _say(stream: TextIO | None, message: str) -> None:

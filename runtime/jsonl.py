@@ -26,7 +26,7 @@ from typing import IO, Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from edgewise.runtime.episode_fields import input_warnings
-from edgewise.runtime.errors import REASON_INVALID_INPUT, EdgewiseError
+from edgewise.signatures.errors import REASON_INVALID_INPUT, EdgewiseError
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
 

@@ -20,7 +20,7 @@ from dspy.clients import base_lm
 from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.local.local_models import LOCAL_PREFIX, is_local_model
 from edgewise.runtime.faults import (
     DEFAULT_RETRY_POLICY,
     RetryPolicy,
@@ -28,8 +28,8 @@ from edgewise.runtime.faults import (
     acall_with_retries,
     call_with_retries,
 )
-from edgewise.runtime.local_models import LOCAL_PREFIX, is_local_model
 from edgewise.runtime.redaction import redact as redact_secrets
+from edgewise.signatures.errors import EdgewiseError
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
 DEFAULT_MODEL: Final = LOCAL_PREFIX
@@ -307,8 +307,8 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
     if not config.is_local:
         yield build_lm(config)
         return
-    from edgewise.runtime.local_models import resolve_local_model
-    from edgewise.runtime.local_server import LocalServer
+    from edgewise.local.local_models import resolve_local_model
+    from edgewise.local.local_server import LocalServer
 
     spec = resolve_local_model(config.model)
     local = config.model_copy(

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import dspy
 
+from edgewise.modules.concurrency import iter_concurrently
 from edgewise.modules.usage import tracked_usage
-from edgewise.runtime.batch import iter_concurrently
 from edgewise.runtime.faults import episode_scope, failure_reason
 from edgewise.signatures.types import Episode, ExtractionResult, StepUsage
 

@@ -43,8 +43,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "edgewise's Ray Data stage needs Ray: pip install 'edgewise[ray]' (ray[data] 2.40 or later)"
     ) from error
 
-from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
-from edgewise.optimize.programs import BUILTIN_PROGRAMS, choose_program, resolve_program
+from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE
+from edgewise.programs.names import BUILTIN_PROGRAMS, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import encode_record
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, bound_memory_cache, build_lm, lm_context
@@ -223,7 +223,7 @@ def extract(
     """`dataset`'s rows extracted by `program` on `concurrency` actors: one output row per input row.
 
     `program` is a name or folder as `edgewise extract --program` takes; left out, the shipped program
-    compiled for `lm`'s model runs, else `default` (`edgewise.optimize.programs.choose_program`).
+    compiled for `lm`'s model runs, else `default` (`edgewise.programs.names.choose_program`).
 
     A row is an episode in the seed's JSON shape (`episodeContent`, `entities`, `referenceTime`, ...,
     and an optional `id`) as `ray.data.read_parquet` or `read_json` gives it, or a `raw` column

@@ -18,14 +18,17 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, asynccontextmanager
 from functools import partial
+from importlib.metadata import version
 from typing import Any, Final
 
 import dspy
 from pydantic import BaseModel, Field, ValidationError
 
-import edgewise
 from edgewise.runtime.episode_fields import input_warnings
-from edgewise.runtime.errors import (
+from edgewise.runtime.faults import failure_reason, retry_after_seconds
+from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
+from edgewise.runtime.runner import run_episode
+from edgewise.signatures.errors import (
     REASON_BAD_REQUEST,
     REASON_BODY_TOO_LARGE,
     REASON_CONTEXT_WINDOW,
@@ -39,9 +42,6 @@ from edgewise.runtime.errors import (
     reason_of_status,
     status_of,
 )
-from edgewise.runtime.faults import failure_reason, retry_after_seconds
-from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
-from edgewise.runtime.runner import run_episode
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import ENTITY_LISTS, Episode, ExtractionResult
 
@@ -106,7 +106,7 @@ class ServiceError(EdgewiseError):
     ) -> None:
         super().__init__(message)
         if reason not in REASONS or status_of(reason) != status:
-            raise ValueError(f"ServiceError: {reason!r} is not answered with {status} (runtime/errors.py)")
+            raise ValueError(f"ServiceError: {reason!r} is not answered with {status} (signatures/errors.py)")
         self.reason = reason
         self.body = ErrorBody(status=status, reason=reason, message=message, fields=list(fields))
         self.headers = headers or {}
@@ -131,7 +131,7 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
 
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
     """Map an exception from running the program to what the client sees: the failure reason of
-    every edgewise command, with its HTTP status (runtime/errors.py) and `Retry-After` when the
+    every edgewise command, with its HTTP status (signatures/errors.py) and `Retry-After` when the
     provider gave one."""
     text = redact(f"{type(error).__name__}: {error}", secrets)
     reason = failure_reason(error)
@@ -484,7 +484,7 @@ def create_app(
 
     app = FastAPI(
         title="edgewise",
-        version=edgewise.__version__,
+        version=version("edgewise"),
         description=(
             "Knowledge-graph edge extraction. `POST /v1/extract` takes the context object of the seed prompt "
             "(episodeContent, previousEpisodes, nodes, referenceTime, edgeTypes, customPrompt) and returns "

@@ -16,8 +16,8 @@ from fakes import SchemaLM, ScriptedLM, output_field
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.type_signatures import TypeSignatures
-from edgewise.optimize.artifact import load, new_manifest, save, signature_fingerprints
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.artifact import load, new_manifest, save, signature_fingerprints
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.types import Edge, Episode
 

@@ -24,8 +24,8 @@ from edgewise.cli import main
 from edgewise.data.loader import load_episodes
 from edgewise.data.sampling import stratified_sample
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench
-from edgewise.eval.report import COLUMNS, read_errors
-from edgewise.optimize.programs import resolve_program
+from edgewise.eval.report import COLUMNS, markdown_table, read_errors
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import LabeledEpisode
 
@@ -164,7 +164,7 @@ def test_usage_latency_and_cost_per_episode(bench: tuple[BenchReport, Path]) -> 
 def test_table_has_every_column_and_says_how_failures_count(bench: tuple[BenchReport, Path]) -> None:
     report, out = bench
     table = (out / "results.md").read_text()
-    assert table == report.table()
+    assert table == markdown_table(report)
     lines = table.splitlines()
     assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
     rows = [line for line in lines[2 : lines.index("")] if line.startswith("|")]
@@ -294,7 +294,7 @@ def test_a_model_that_cannot_start_is_reported_and_the_others_run(tmp_path: Path
     broken, ok = report.runs
     assert broken.scores is None and "llama-server did not start" in (broken.error or "")
     assert ok.scores is not None and ok.episodes_done == 4
-    assert "not run: could not open the model" in report.table()
+    assert "not run: could not open the model" in markdown_table(report)
 
 
 def test_stratified_sample_keeps_source_shares_and_is_reproducible() -> None:
@@ -399,7 +399,7 @@ def test_sigterm_stops_a_bench_like_ctrl_c_and_keeps_the_finished_episodes(tmp_p
 
 @pytest.mark.parametrize("spec", ["default", "qwen2.5-coder-1.5b-gold"])
 def test_open_types_opens_the_module_and_compiled_programs_only(spec):
-    from edgewise.optimize.programs import resolve_program
+    from edgewise.programs.names import resolve_program
 
     assert resolve_program(spec).closed_types is True
     assert resolve_program(spec, open_types=True).closed_types is False

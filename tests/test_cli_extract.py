@@ -17,7 +17,7 @@ from mock_openai import MockOpenAIServer
 from edgewise.cli import build_parser, main
 from edgewise.cli import extract as extract_cli
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.optimize.artifact import ArtifactError, load
+from edgewise.programs.artifact import ArtifactError, load
 from edgewise.runtime.jsonl import parse_episode_line
 
 GOOD = {
@@ -378,7 +378,7 @@ def test_the_stdin_example_in_extract_help_is_one_valid_line_when_pasted(capsys)
 
 
 def test_a_pickle_as_program_json_says_what_the_file_is(tmp_path, capsys):
-    from edgewise.optimize.artifact import PROGRAM_FILE, new_manifest, save
+    from edgewise.programs.artifact import PROGRAM_FILE, new_manifest, save
 
     program = EdgeExtractor()
     folder = save(program, tmp_path / "prog", new_manifest(program, task_model="x", optimizer="none"))

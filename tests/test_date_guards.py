@@ -9,11 +9,11 @@ import pytest
 from benchmark_scripts import RESULTS, load_script
 from fakes import ScriptedLM, edge, edges_reply
 
-from edgewise.eval.bench import BenchReport
+from edgewise.eval.bench_records import BenchReport
 from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.types import Edge, Episode, ExtractionWarning
 

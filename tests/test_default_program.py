@@ -21,10 +21,10 @@ from mock_openai import MockOpenAIServer
 from edgewise.cli import extract as extract_cli
 from edgewise.cli import main as cli_main
 from edgewise.cli.bench import default_programs
-from edgewise.optimize.artifact import read_manifest, shipped_programs
-from edgewise.optimize.programs import UNCOMPILED, choose_program, model_key, shipped_defaults
+from edgewise.local.local_models import MODELS
+from edgewise.programs.artifact import read_manifest, shipped_programs
+from edgewise.programs.names import UNCOMPILED, choose_program, model_key, shipped_defaults
 from edgewise.runtime.lm import LMConfig, build_lm
-from edgewise.runtime.local_models import MODELS
 
 COMPILED_1_5B = "qwen2.5-coder-1.5b-program"
 ANY_MODEL = "any"  # the task model of a frozen baseline that names no model

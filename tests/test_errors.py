@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import edgewise
-from edgewise.runtime import errors, faults
-from edgewise.runtime.errors import REASONS, EdgewiseError, reason_of_status, status_of
+from edgewise.runtime import faults
+from edgewise.signatures import errors
+from edgewise.signatures.errors import REASONS, EdgewiseError, reason_of_status, status_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_FOLDERS = ("cli", "data", "edgewise", "eval", "integrations", "modules", "optimize", "runtime", "scale",

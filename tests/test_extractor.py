@@ -180,7 +180,7 @@ def test_batch_keeps_order_and_reports_failures(episode_fields):
     episodes = [dict(episode_fields, episodeContent=f"Alice works at Acme Corp. {i}") for i in range(6)]
     episodes[3]["episodeContent"] = "FAIL"
     with lm_context(ScriptedLM(respond)):
-        results = EdgeExtractor().batch(episodes, workers=3)
+        results = EdgeExtractor().extract_many(episodes, workers=3)
     assert isinstance(results[3], TimeoutError)
     assert all(len(r.edges) == 1 for i, r in enumerate(results) if i != 3)
 

@@ -117,7 +117,7 @@ def test_every_labeled_episode_reads_back_from_graphitis_prompt_unchanged(split:
     from graphiti_core.prompts.models import Message
 
     from edgewise.data import load_episodes
-    from edgewise.integrations.graphiti_baseline import graphiti_messages
+    from edgewise.programs.graphiti_baseline import graphiti_messages
 
     def fields(episode: Any) -> tuple:
         return (
@@ -537,7 +537,7 @@ def bench_episode() -> Any:
 def test_graphitis_prompt_is_a_bench_program_sent_and_parsed_as_graphiti_does(program: str) -> None:
     from fakes import SchemaLM
 
-    from edgewise.optimize.programs import resolve_program
+    from edgewise.programs.names import resolve_program
     from edgewise.runtime.lm import lm_context
 
     lm = SchemaLM(lambda messages, kwargs: f"```json\n{GRAPHITI_REPLY}\n```")
@@ -564,7 +564,7 @@ def test_graphitis_prompt_is_a_bench_program_sent_and_parsed_as_graphiti_does(pr
 def test_a_reply_that_is_not_graphitis_extracted_edges_is_a_counted_parse_failure() -> None:
     from fakes import ScriptedLM
 
-    from edgewise.optimize.programs import resolve_program
+    from edgewise.programs.names import resolve_program
     from edgewise.runtime.lm import lm_context
 
     with lm_context(ScriptedLM(['{"edges": [{"from": "Alice"}]}'])):

@@ -37,7 +37,7 @@ from edgewise.eval.html_report import (
     page_runs,
 )
 from edgewise.eval.report import read_errors
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.jsonl import InputError
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import Entity, GoldEdge, LabeledEpisode

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.runtime.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
-from edgewise.runtime.local_server import LocalServer, LocalServerError, find_server_binary
+from edgewise.local.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
+from edgewise.local.local_server import LocalServer, LocalServerError, find_server_binary
 
 pytestmark = pytest.mark.local_model
 

@@ -12,8 +12,8 @@ import pytest
 
 from edgewise.cli import local_model as local_model_cli
 from edgewise.cli import main
-from edgewise.runtime import llama_runtimes
-from edgewise.runtime.local_models import MODELS
+from edgewise.local import llama_runtimes
+from edgewise.local.local_models import MODELS
 
 
 def _extra_requirements(extra: str) -> set[str]:

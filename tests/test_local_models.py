@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.runtime import local_models
-from edgewise.runtime.local_models import (
+from edgewise.local import local_models
+from edgewise.local.local_models import (
     DEFAULT_LOCAL_MODEL,
     MODELS,
     LocalModelError,
@@ -211,7 +211,7 @@ def test_the_registry_file_is_package_data() -> None:
 
     package_data = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"][
         "setuptools"]["package-data"]  # fmt: skip
-    assert local_models.REGISTRY_FILE.name in package_data["edgewise.runtime"]
+    assert local_models.REGISTRY_FILE.name in package_data["edgewise.local"]
     assert local_models.read_registry(local_models.REGISTRY_FILE) == MODELS
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.runtime import llama_runtimes, local_server
-from edgewise.runtime.llama_runtimes import (
+from edgewise.local import llama_runtimes, local_server
+from edgewise.local.llama_runtimes import (
     PREBUILT_SOURCE,
     ServerBinary,
     build_host_runtime,
@@ -26,8 +26,8 @@ from edgewise.runtime.llama_runtimes import (
     missing_families,
     read_verdict,
 )
-from edgewise.runtime.local_models import MODELS, LocalModelSpec, ModelPart
-from edgewise.runtime.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
+from edgewise.local.local_models import MODELS, LocalModelSpec, ModelPart
+from edgewise.local.local_server import LocalServer, LocalServerError, runtime_choice, speculative_args
 
 FAKE_SERVER = Path(__file__).with_name("fake_llama_server.py")
 MODEL_BYTES = b"GGUF fake weights for runtimes"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.runtime import local_server
-from edgewise.runtime.local_models import LocalModelSpec, ModelPart
-from edgewise.runtime.local_server import (
+from edgewise.local import local_server
+from edgewise.local.local_models import LocalModelSpec, ModelPart
+from edgewise.local.local_server import (
     LocalServer,
     LocalServerError,
     find_server_binary,
@@ -221,8 +221,8 @@ PARENT_SCRIPT = textwrap.dedent(
     f"""
     {CTRL_C_AS_IN_A_TERMINAL}
     import sys, time
-    from edgewise.runtime.local_models import LocalModelSpec, ModelPart
-    from edgewise.runtime.local_server import LocalServer
+    from edgewise.local.local_models import LocalModelSpec, ModelPart
+    from edgewise.local.local_server import LocalServer
     spec = LocalModelSpec(name="fake-served", title="Fake", file_name="fake-served.gguf", sha256=sys.argv[2],
                           size_bytes=int(sys.argv[3]), ctx_size=1024,
                           parts=(ModelPart("ew_fake_server_weights", "model.gguf", "ew-fake-server-weights", "1.0"),),
@@ -303,8 +303,8 @@ SERVE_SCRIPT = textwrap.dedent(
     {CTRL_C_AS_IN_A_TERMINAL}
     import sys
     from edgewise.cli import main
-    from edgewise.runtime import local_models
-    from edgewise.runtime.local_models import LocalModelSpec, ModelPart
+    from edgewise.local import local_models
+    from edgewise.local.local_models import LocalModelSpec, ModelPart
     local_models.MODELS["fake-served"] = LocalModelSpec(
         name="fake-served", title="Fake", file_name="fake-served.gguf", sha256=sys.argv[2],
         size_bytes=int(sys.argv[3]), ctx_size=1024,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from fakes import ScriptedLM, edge, edges_reply
 
-from edgewise.eval.bench import BenchReport, run_bench
+from edgewise.eval.bench import run_bench
+from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.open_vocabulary import (
     alias_aware_score,
     canonical_type,
@@ -22,7 +23,7 @@ from edgewise.eval.open_vocabulary import (
     without_vocabulary,
 )
 from edgewise.eval.scoring import score_episode
-from edgewise.optimize.programs import resolve_program
+from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.types import Edge, LabeledEpisode
 

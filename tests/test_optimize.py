@@ -30,7 +30,7 @@ from edgewise.cli import build_parser, main
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.optimize import ArtifactError, OptimizeSettings, load, optimize, save
-from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
+from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
 from edgewise.runtime.lm import LMConfig, lm_context
 from edgewise.signatures.types import LabeledEpisode
 
@@ -412,7 +412,7 @@ def test_loaded_extractor_batch_is_thread_safe(compiled):
     episodes = [labeled(i) for i in range(10, 30)]
     lm = ThreadedLM()
     with lm_context(lm):
-        results = extractor.batch([e.episode() for e in episodes], workers=4)
+        results = extractor.extract_many([e.episode() for e in episodes], workers=4)
     assert len(lm.threads) > 1
     for episode, result in zip(episodes, results, strict=True):
         assert {(e.source_entity_name, e.target_entity_name) for e in result.edges} == {
@@ -447,7 +447,7 @@ def test_load_accepts_keyword_episodes_and_needs_an_artifact(compiled, tmp_path)
 
 
 def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
-    from edgewise.optimize.artifact import shipped_programs
+    from edgewise.programs.artifact import shipped_programs
 
     shipped = shipped_programs()
     assert {

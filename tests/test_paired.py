@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from edgewise.eval import bench
+from edgewise.eval import bench_records
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap, bootstrap_ci
 from edgewise.eval.paired import paired_difference, paired_on_shared
 
@@ -41,7 +41,7 @@ def test_the_paired_difference_resamples_exactly_as_a_single_interval_does() -> 
 def test_every_caller_defaults_to_the_one_resample_count() -> None:
     for function in (bootstrap, bootstrap_ci, paired_difference):
         assert inspect.signature(function).parameters["n_resamples"].default == DEFAULT_RESAMPLES
-    assert bench.BenchReport.model_fields["bootstrap_resamples"].default == DEFAULT_RESAMPLES
+    assert bench_records.BenchReport.model_fields["bootstrap_resamples"].default == DEFAULT_RESAMPLES
 
 
 def test_a_statistic_never_defined_is_reported_not_averaged_away() -> None:

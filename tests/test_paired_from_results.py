@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from edgewise.eval.bench import BenchReport
+from edgewise.eval.bench_records import BenchReport
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 _spec = importlib.util.spec_from_file_location(

@@ -19,9 +19,9 @@ from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schem
 from edgewise.modules.postprocess import postprocess
 from edgewise.modules.type_signatures import PairRule, TypeSignatures, learn_type_signatures
 from edgewise.optimize import OptimizeSettings, load, optimize
-from edgewise.optimize.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.optimize.dev_scoring import dev_score
 from edgewise.optimize.program_search import search_program
+from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.label_pairs import PairLabel
 from edgewise.signatures.types import Edge, Episode, ExtractedEdge, LabeledEpisode
@@ -403,7 +403,7 @@ def test_an_unknown_lever_is_refused_before_any_call(tmp_path) -> None:
 
 
 def test_baseline_v1_is_shipped_and_is_the_uncompiled_program() -> None:
-    from edgewise.optimize.programs import resolve_program
+    from edgewise.programs.names import resolve_program
 
     frozen = resolve_program("baseline-v1")
     assert frozen.dump_state() == EdgeExtractor().dump_state()

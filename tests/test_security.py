@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from edgewise.cli import main
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
-from edgewise.optimize.artifact import PROGRAM_FILE, ArtifactError, load, new_manifest, save
+from edgewise.programs.artifact import PROGRAM_FILE, ArtifactError, load, new_manifest, save
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, redact
 from edgewise.service.app import create_app
 from edgewise.signatures.types import Episode

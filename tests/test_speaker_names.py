@@ -8,7 +8,7 @@ from typing import Any
 from benchmark_scripts import RESULTS, load_script
 from fakes import ScriptedLM, edge, edges_reply
 
-from edgewise.eval.bench import BenchReport
+from edgewise.eval.bench_records import BenchReport
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.speaker_names import add_speaker_names

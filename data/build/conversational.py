@@ -72,7 +72,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import (
     AttributeValue,

@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError
 
 CACHE_ENV: Final = "EDGEWISE_CACHE"
 DEFAULT_CACHE_DIR: Final = Path("~/.cache/edgewise")

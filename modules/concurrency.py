@@ -1,4 +1,5 @@
-"""Concurrent extraction that keeps input order and never loses an input.
+"""Concurrent extraction that keeps input order and never loses an input: `EdgeExtractor.extract_many`
+and the episode runner both run on it.
 
 Each item runs in a worker thread with a copy of the caller's context (DSPy settings live in
 context variables), and its outcome, a result or the exception it raised, comes back in input order

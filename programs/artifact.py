@@ -16,6 +16,7 @@ import tempfile
 import warnings
 from datetime import UTC, datetime
 from importlib import resources
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,10 +25,12 @@ from pydantic import BaseModel, Field
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
-from edgewise.runtime.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"
+# The shipped programs are `edgewise optimize` artifacts, committed where the optimizer's runs are
+# kept; they are package data, read here without importing the optimizer.
 SHIPPED_PACKAGE: Final = "edgewise.optimize"
 SHIPPED_FOLDER: Final = "compiled"
 _FOLDER_MODE: Final = 0o755
@@ -149,8 +152,6 @@ def read_manifest(directory: Path) -> Manifest:
 
 def load(path_or_name: str | Path) -> EdgeExtractor:
     """A ready `EdgeExtractor` from a compiled artifact; the LM comes from the caller, not the file."""
-    import edgewise
-
     directory = resolve_artifact_dir(path_or_name)
     manifest = read_manifest(directory)
     program = EdgeExtractor(
@@ -171,7 +172,7 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
             "recompile it with `edgewise optimize` for this edgewise version"
         )
     for name, built, running in (
-        ("edgewise", manifest.edgewise_version, edgewise.__version__),
+        ("edgewise", manifest.edgewise_version, version("edgewise")),
         ("dspy", manifest.dspy_version, dspy.__version__),
     ):
         if built != running:
@@ -217,10 +218,8 @@ def _check_state_file(path: Path) -> None:
 
 
 def new_manifest(program: EdgeExtractor, **fields: Any) -> Manifest:
-    import edgewise
-
     return Manifest(
-        edgewise_version=edgewise.__version__,
+        edgewise_version=version("edgewise"),
         dspy_version=dspy.__version__,
         signature_fingerprints=signature_fingerprints(program),
         **fields,

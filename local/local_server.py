@@ -24,8 +24,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Final, NamedTuple, Self
 
-from .errors import EdgewiseError
-from .llama_runtimes import (
+from edgewise.local.llama_runtimes import (
     BUILD_TIME_NOTE,
     HOST_BUILD_SOURCE,
     SERVER_BINARY_ENV,
@@ -42,7 +41,8 @@ from .llama_runtimes import (
     runtime_candidates,
     stderr_progress,
 )
-from .local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
+from edgewise.local.local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
+from edgewise.signatures.errors import EdgewiseError
 
 __all__ = [
     "SERVER_BINARY_ENV",

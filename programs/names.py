@@ -4,7 +4,7 @@
 `graphiti` and `graphiti-structured` are Graphiti's own edge prompt, rendered by the installed
 graphiti-core (the `[graphiti]` extra), sent and parsed as Graphiti does / with structured output;
 `default` is the uncompiled `EdgeExtractor`; anything else is a compiled-program directory or the name
-of one shipped with edgewise (see `edgewise.optimize.artifact`).
+of one shipped with edgewise (see `edgewise.programs.artifact`).
 
 Where no program is named (`edgewise extract`, `serve` and `bench` without `--program(s)`,
 `EdgewiseLLMClient` without `program=`, the Ray stage), `choose_program` picks the shipped program
@@ -23,9 +23,9 @@ from typing import Final, NamedTuple
 
 import dspy
 
+from edgewise.local.local_models import LocalModelError, is_local_model, resolve_local_model
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
-from edgewise.runtime.local_models import LocalModelError, is_local_model, resolve_local_model
 
 BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "graphiti", "graphiti-structured", "default")
 UNCOMPILED: Final = "default"
@@ -36,7 +36,7 @@ DEFAULTS_FILE: Final = "defaults.json"
 @cache
 def shipped_defaults() -> dict[str, str]:
     """The committed model -> default program map (`optimize/compiled/defaults.json`)."""
-    from edgewise.optimize.artifact import SHIPPED_FOLDER, SHIPPED_PACKAGE
+    from edgewise.programs.artifact import SHIPPED_FOLDER, SHIPPED_PACKAGE
 
     text = resources.files(SHIPPED_PACKAGE).joinpath(SHIPPED_FOLDER, DEFAULTS_FILE).read_text("utf-8")
     return dict(json.loads(text))
@@ -96,7 +96,7 @@ def resolve_program(
         return SeedPromptExtractor(structured=True, max_reflexion_rounds=rounds)
     if spec in ("graphiti", "graphiti-structured"):
         try:
-            from edgewise.integrations.graphiti_baseline import GraphitiPromptExtractor
+            from edgewise.programs.graphiti_baseline import GraphitiPromptExtractor
         except ImportError as error:
             raise ValueError(
                 f"program {spec!r} renders Graphiti's prompt with graphiti-core: pip install 'edgewise[graphiti]' "
@@ -105,7 +105,7 @@ def resolve_program(
         return GraphitiPromptExtractor(structured=spec == "graphiti-structured")
     if spec == UNCOMPILED:
         return EdgeExtractor(max_reflexion_rounds=rounds, closed_types=not open_types)
-    from edgewise.optimize.artifact import load
+    from edgewise.programs.artifact import load
 
     program = load(spec)
     if reflexion_rounds is not None:

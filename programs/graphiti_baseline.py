@@ -17,12 +17,13 @@ from typing import Any, Final
 
 import dspy
 
-from edgewise.integrations.graphiti_prompt import GENERIC_LABEL
 from edgewise.modules.extractor import STEP_EXTRACT, as_episode
 from edgewise.modules.seed_prompt import cleaned_prediction, configured_lm, parse_tolerant, reply_text
 from edgewise.modules.usage import track_step
 from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionWarning, StepUsage
 
+GENERIC_LABEL: Final = "Entity"
+"""The label every Graphiti entity node has; its other label, if any, is its entity type."""
 _FENCE: Final = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\r?\n?|\r?\n?```[ \t]*$")
 
 

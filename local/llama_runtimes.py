@@ -45,9 +45,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from edgewise.runtime.errors import EdgewiseError
-
-from .local_models import INSTALL_HINT, cache_root
+from edgewise.local.local_models import INSTALL_HINT, cache_root
+from edgewise.signatures.errors import EdgewiseError
 
 SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
 SERVER_BINARY_NAME: Final = "llama-server"
@@ -78,7 +77,7 @@ _HOST_BUILD_OPTIONS: Final = (
 # target but llama-server out of `all` once all are declared; CMake still builds what llama-server
 # depends on. MODULE libraries (ggml backends loaded at run time with GGML_BACKEND_DL) are kept.
 _SERVER_ONLY_CMAKE: Final = """\
-# Written by edgewise (runtime/llama_runtimes.py): build only llama-server and what it links.
+# Written by edgewise (local/llama_runtimes.py): build only llama-server and what it links.
 if(NOT CMAKE_CURRENT_SOURCE_DIR STREQUAL CMAKE_SOURCE_DIR OR CMAKE_VERSION VERSION_LESS 3.19)
   return()
 endif()
