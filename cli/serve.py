@@ -25,8 +25,8 @@ from edgewise.service.app import (
     DEFAULT_WORKERS,
     SERVE_EXTRA_HINT,
     create_app,
-    json_bad_request_protocol,
 )
+from edgewise.service.bad_request import json_bad_request_protocol
 
 TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
 DEFAULT_HOST: Final = "127.0.0.1"

@@ -68,7 +68,7 @@ def test_routing_errors_get_a_word_of_the_vocabulary(status: int, word: str) -> 
 
 
 def test_a_service_error_cannot_pair_a_word_with_another_status() -> None:
-    from edgewise.service.app import ServiceError
+    from edgewise.service.errors import ServiceError
 
     with pytest.raises(ValueError, match="not answered with 500"):
         ServiceError(500, errors.REASON_INVALID_REQUEST, "x")

@@ -27,7 +27,8 @@ from fastapi.testclient import TestClient
 from mock_openai import MockOpenAIServer
 
 from edgewise.cli import serve as serve_cli
-from edgewise.service.app import create_app, redact
+from edgewise.runtime.redaction import redact
+from edgewise.service.app import create_app
 from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
 
 SEED_CONTEXT: dict[str, Any] = {
