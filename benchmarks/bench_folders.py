@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from edgewise.eval.episode_log import EpisodePrediction, read_episodes, read_predictions
-from edgewise.signatures.types import Edge, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge
 
 RunKey = tuple[str, str]
 """(model, program)."""

@@ -41,7 +41,7 @@ from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 
 GOAL_MS: Final = 3.0
 SOURCES: Final = ("alpha", "beta", "gamma")

@@ -41,7 +41,8 @@ from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.programs.names import resolve_program
-from edgewise.signatures.types import Edge, ExtractionWarning, LabeledEpisode, format_utc
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 
 Step = Callable[[list[Edge], LabeledEpisode, list[ExtractionWarning]], list[Edge]]
 

@@ -54,8 +54,9 @@ from edgewise.eval.paired import paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.speaker_names import add_speaker_names
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge
 
 KINDS: Final = (
     "found",

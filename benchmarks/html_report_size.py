@@ -44,7 +44,8 @@ from edgewise.eval import run_bench
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import LabeledEpisode, format_utc
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import format_utc
 
 CHROMIUM: Final = "/usr/bin/chromium"
 CHROMIUM_ARGS: Final = [

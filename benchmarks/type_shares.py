@@ -21,7 +21,7 @@ from pathlib import Path
 from edgewise.eval.episode_log import EpisodePrediction, read_episodes, read_predictions
 from edgewise.eval.open_vocabulary import TypeShare, alias_aware_score, dominant_type, type_shares
 from edgewise.eval.scoring import aggregate, score_episode
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 Key = tuple[str, str]
 

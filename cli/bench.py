@@ -23,7 +23,7 @@ from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.report import markdown_table
 from edgewise.programs.names import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 DEFAULT_PROGRAMS: Final = ("seed", UNCOMPILED)
 """Always benched when --programs is not given, before each model's own shipped program."""

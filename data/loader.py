@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.file_types import FileEntityTypes
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import GoldEdge, LabeledEpisode
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")

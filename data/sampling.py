@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 
 def stratified_sample(episodes: Sequence[LabeledEpisode], limit: int, seed: int) -> list[LabeledEpisode]:

@@ -11,7 +11,7 @@ from collections import Counter
 from statistics import mean
 from typing import Final, NamedTuple
 
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 _GRANULARITIES: Final[tuple[str, ...]] = ("year", "month", "day", "instant")
 _Z95: Final[float] = 1.96

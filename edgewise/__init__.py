@@ -14,13 +14,13 @@ from edgewise.modules.options import ProgramOptions
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 from edgewise.programs.artifact import load
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.types import (
     Edge,
     EdgeAttribute,
     EdgeType,
     Entity,
-    Episode,
     ExtractionResult,
     ExtractionWarning,
 )

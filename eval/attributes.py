@@ -28,7 +28,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from edgewise.signatures.types import AttributeValue, Edge, GoldEdge
+from edgewise.signatures.gold import GoldEdge
+from edgewise.signatures.types import AttributeValue, Edge
 
 _ITEM_SEPARATORS: Final = re.compile(r"\s*(?:[,;&]|\band\b)\s*")
 _ARTICLES: Final = frozenset({"a", "an", "the"})

@@ -48,7 +48,9 @@ from edgewise.eval.report import write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
-from edgewise.signatures.types import Edge, Episode, GoldEdge, LabeledEpisode, StepUsage
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 

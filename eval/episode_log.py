@@ -23,7 +23,8 @@ from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
 from edgewise.eval.report import ERRORS_JSONL, error_line, write_atomic
 from edgewise.runtime.jsonl import InputError, validation_error
-from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning
 
 EPISODES_JSONL: Final = "episodes.jsonl"
 PREDICTIONS_JSONL: Final = "predictions.jsonl"

@@ -31,8 +31,9 @@ from edgewise.eval.episode_log import (
     read_predictions,
 )
 from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row, write_atomic
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge, Entity
 
 RESULTS_HTML: Final = "results.html"
 

@@ -14,8 +14,9 @@ from functools import lru_cache, partial
 from typing import NamedTuple
 
 from edgewise.eval.dates import same_date
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge
 
 
 @lru_cache(maxsize=4096)

@@ -18,7 +18,8 @@ from pydantic import (
     model_serializer,
 )
 
-from edgewise.signatures.types import Edge, GoldEdge, Granularity
+from edgewise.signatures.gold import GoldEdge, Granularity
+from edgewise.signatures.types import Edge
 
 DateField = Literal["validAt", "invalidAt"]
 Count = Annotated[int, Field(default=0)]

@@ -54,6 +54,7 @@ from edgewise.integrations.graphiti_prompt import (
     read_fact,
 )
 from edgewise.runtime.faults import failure_reason
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import (
     REASON_CONNECTION,
     REASON_INVALID_RESPONSE,
@@ -61,7 +62,7 @@ from edgewise.signatures.errors import (
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
 )
-from edgewise.signatures.types import AttributeValue, Edge, EdgeAttribute, Episode, format_utc
+from edgewise.signatures.types import AttributeValue, Edge, EdgeAttribute, format_utc
 
 logger = logging.getLogger("edgewise.integrations.graphiti")
 

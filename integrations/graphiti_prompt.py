@@ -22,8 +22,9 @@ from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from edgewise.programs.graphiti_baseline import GENERIC_LABEL
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import EdgewiseError
-from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType, Entity, Episode
+from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType, Entity
 
 _CUSTOM_START: Final = "support continuity.\n\n\n"
 _CUSTOM_END: Final = "\n\n# EXTRACTION RULES"

@@ -37,6 +37,7 @@ from edgewise.signatures.attributes_in_reply import (
     relationship_attributes,
     with_attributes_in_reply,
 )
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_edge_attributes import (
     ExtractEdgeAttributes,
     attributes_model,
@@ -44,17 +45,9 @@ from edgewise.signatures.extract_edge_attributes import (
     attributes_signature,
 )
 from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_schema
+from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import ReplySchemas, reply_schemas, with_reply_schemas
-from edgewise.signatures.types import (
-    AttributeValue,
-    Edge,
-    EdgeType,
-    Episode,
-    ExtractedEdge,
-    ExtractionWarning,
-    StepUsage,
-    format_utc,
-)
+from edgewise.signatures.types import AttributeValue, Edge, EdgeType, ExtractionWarning, StepUsage, format_utc
 
 STEP_ATTRIBUTES: Final = "attributes"
 _NO_ATTRIBUTES: Final[dict[str, Any]] = {

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from edgewise.signatures.types import Episode, format_utc
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import format_utc
 
 
 def entity_rows(episode: Episode) -> list[dict[str, str]]:

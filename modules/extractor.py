@@ -40,6 +40,7 @@ from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.modules.votes import merge_votes
 from edgewise.signatures.choose_types import ChooseTypes, answers_schema
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import (
     OUTPUT_SHAPES,
@@ -51,17 +52,9 @@ from edgewise.signatures.extract_edges import (
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs
+from edgewise.signatures.replies import CompactEdge, ExtractedEdge, SpanEdge
 from edgewise.signatures.schema import ReplySchemas, reply_schemas
-from edgewise.signatures.types import (
-    CompactEdge,
-    Edge,
-    Episode,
-    ExtractedEdge,
-    ExtractionResult,
-    ExtractionWarning,
-    SpanEdge,
-    StepUsage,
-)
+from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, StepUsage
 from edgewise.signatures.verify_edges import VerifyEdges, verdicts_schema
 
 STEP_EXTRACT: Final = "extract"

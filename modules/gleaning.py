@@ -19,9 +19,10 @@ from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
 from edgewise.modules.transcript import note_messages
 from edgewise.modules.type_signatures import PairRule
 from edgewise.modules.vocabulary import VocabularyJSONAdapter
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.glean_edges import EARLIER_TURNS
+from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema
-from edgewise.signatures.types import Episode, ExtractedEdge
 
 Triple = tuple[str, str, str]
 

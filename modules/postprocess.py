@@ -16,15 +16,10 @@ from typing import Final
 from edgewise.modules.options import Retype
 from edgewise.modules.time_words import resolve_time_words
 from edgewise.modules.type_signatures import Conflict, TypeSignatures, check_signatures
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.names import normalize_name as name_key
-from edgewise.signatures.types import (
-    AttributeValue,
-    Edge,
-    Episode,
-    ExtractedEdge,
-    ExtractionWarning,
-    format_utc,
-)
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import AttributeValue, Edge, ExtractionWarning, format_utc
 
 MAX_ATTRIBUTE_CHARS: Final = 500
 _NULL_DATE_STRINGS: Final = frozenset({"", "null", "none", "n/a", "unknown"})

@@ -26,14 +26,10 @@ from edgewise.modules.extractor import (
 )
 from edgewise.modules.postprocess import postprocess
 from edgewise.modules.usage import track_step
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import REASON_PARSE, EdgewiseError
-from edgewise.signatures.types import (
-    Episode,
-    ExtractedEdge,
-    ExtractionResult,
-    ExtractionWarning,
-    StepUsage,
-)
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import ExtractionResult, ExtractionWarning, StepUsage
 
 EDGE_SYSTEM: Final = (
     "You are an expert fact extractor that extracts fact triples from text. "

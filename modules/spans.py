@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from edgewise.signatures.types import ExtractedEdge, SpanEdge
+from edgewise.signatures.replies import ExtractedEdge, SpanEdge
 
 _BOUNDARY: Final = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\n+")
 

@@ -23,8 +23,9 @@ import re
 from typing import Final, NamedTuple
 
 from edgewise.modules.postprocess import edge_key, to_screaming_snake
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.names import FORMS_OF_ADDRESS
-from edgewise.signatures.types import Edge, Episode, ExtractionWarning
+from edgewise.signatures.types import Edge, ExtractionWarning
 
 ALIAS_TYPES: Final = ("ALSO_KNOWN_AS", "SAME_AS", "ALIAS_OF", "ALTERNATE_NAME", "KNOWN_AS", "AKA")
 """Relationship types that say two names are one entity, in the order one is chosen."""

@@ -22,7 +22,9 @@ from typing import Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgewise.modules.options import Retype
-from edgewise.signatures.types import Edge, Episode, ExtractionWarning, LabeledEpisode
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge, ExtractionWarning
 
 STATE_KEY: Final = "type_signatures"
 """The key of the learned signatures in a compiled program's `program.json`."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
-from edgewise.signatures.types import Episode, ExtractedEdge
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.replies import ExtractedEdge
 
 
 def vote_key(edge: ExtractedEdge, index: EntityIndex, symmetric: frozenset[str]) -> tuple[str, str, str]:

@@ -24,7 +24,8 @@ from edgewise.optimize.dispatch import SearchResult
 from edgewise.optimize.manifest import RunRecord, RunStatus
 from edgewise.optimize.metering import NO_USAGE, BudgetExhausted, Meter, metered
 from edgewise.programs.artifact import save
-from edgewise.signatures.types import ExtractionResult, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import ExtractionResult
 
 
 class BestTracker(BaseCallback):

@@ -17,7 +17,8 @@ from tqdm import tqdm
 from edgewise.eval.records import EpisodeScore, f1_of
 from edgewise.eval.scoring import score_episode
 from edgewise.runtime.runner import run_episodes
-from edgewise.signatures.types import ExtractionResult, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import ExtractionResult
 
 
 class DevScore(NamedTuple):

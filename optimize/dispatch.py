@@ -27,7 +27,7 @@ from edgewise.optimize.dev_scoring import DevScore
 from edgewise.optimize.gold_demos import GoldDemos, select_gold_demos
 from edgewise.optimize.program_search import LEVERS, search_program
 from edgewise.optimize.settings import OptimizeSettings
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 UNSHUFFLED_CANDIDATE: Final = -1
 """Random search's candidate ids: -3 zero-shot and -2 labeled-only are skipped (the dev score before

@@ -23,7 +23,7 @@ import dspy
 
 from edgewise.modules.context import extraction_inputs
 from edgewise.signatures.extract_edges import OutputShape, reply_edge
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 DEFAULT_DEMO_TOKEN_BUDGET: Final = 2500
 """Estimated prompt tokens all gold demos together may take (about 4 characters a token)."""

@@ -34,7 +34,7 @@ from edgewise.eval.paired import paired_difference
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.type_signatures import TypeSignatures
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 LEVERS: Final[tuple[str, ...]] = (
     "input_order",

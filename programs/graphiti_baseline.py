@@ -20,7 +20,9 @@ import dspy
 from edgewise.modules.extractor import STEP_EXTRACT, as_episode
 from edgewise.modules.seed_prompt import cleaned_prediction, configured_lm, parse_tolerant, reply_text
 from edgewise.modules.usage import track_step
-from edgewise.signatures.types import Episode, ExtractedEdge, ExtractionWarning, StepUsage
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import ExtractionWarning, StepUsage
 
 GENERIC_LABEL: Final = "Entity"
 """The label every Graphiti entity node has; its other label, if any, is its entity type."""

@@ -26,9 +26,10 @@ from typing import IO, Any, Final, NamedTuple
 from pydantic import ValidationError
 
 from edgewise.runtime.episode_fields import input_warnings
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import REASON_INVALID_INPUT, EdgewiseError
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import Episode, ExtractionResult, ExtractionWarning
+from edgewise.signatures.types import ExtractionResult, ExtractionWarning
 
 
 class InputError(EdgewiseError, ValueError):

@@ -24,7 +24,8 @@ import dspy
 from edgewise.modules.concurrency import iter_concurrently
 from edgewise.modules.usage import tracked_usage
 from edgewise.runtime.faults import episode_scope, failure_reason
-from edgewise.signatures.types import Episode, ExtractionResult, StepUsage
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import ExtractionResult, StepUsage
 
 T = TypeVar("T")
 

@@ -33,8 +33,9 @@ from edgewise.service.errors import (
 )
 from edgewise.service.guard import GuardMiddleware
 from edgewise.service.runner import ProgramRunner
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import reason_of_status
-from edgewise.signatures.types import Episode, ExtractionResult
+from edgewise.signatures.types import ExtractionResult
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
     from fastapi import Depends, FastAPI, Request

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from edgewise.service.errors import ErrorBody, FieldProblem, invalid_request
-from edgewise.signatures.types import ENTITY_LISTS, Episode, ExtractionResult
+from edgewise.signatures.episode import ENTITY_LISTS, Episode
+from edgewise.signatures.types import ExtractionResult
 
 
 class BatchRequest(BaseModel):

@@ -16,8 +16,9 @@ import dspy
 from edgewise.runtime.redaction import redact
 from edgewise.runtime.runner import run_episode
 from edgewise.service.errors import provider_failure
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import REASON_INTERNAL
-from edgewise.signatures.types import Episode, ExtractionResult
+from edgewise.signatures.types import ExtractionResult
 
 logger = logging.getLogger("edgewise.service")
 

@@ -14,7 +14,7 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgewise.signatures.extract_edges import ExtractEdges
-from edgewise.signatures.types import ExtractedEdge
+from edgewise.signatures.replies import ExtractedEdge
 
 _FIELDS: Final = ExtractedEdge.model_fields
 

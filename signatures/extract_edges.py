@@ -12,15 +12,9 @@ from typing import Final, Literal
 import dspy
 from pydantic import BaseModel
 
+from edgewise.signatures.replies import CompactEdge, CompactEdgeTextDates, ExtractedEdge, SpanEdge
 from edgewise.signatures.schema import KEPT_SIGNATURES
-from edgewise.signatures.types import (
-    CompactEdge,
-    CompactEdgeTextDates,
-    Edge,
-    ExtractedEdge,
-    SpanEdge,
-    format_utc,
-)
+from edgewise.signatures.types import Edge, format_utc
 
 
 class ExtractEdges(dspy.Signature):

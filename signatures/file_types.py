@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from edgewise.signatures.types import Episode
+from edgewise.signatures.episode import Episode
 
 SIGNATURE_FIELDS = (("sourceTypes", "source_types"), ("targetTypes", "target_types"))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dspy
 
-from edgewise.signatures.types import ExtractedEdge
+from edgewise.signatures.replies import ExtractedEdge
 
 EARLIER_TURNS = "earlier_turns"
 

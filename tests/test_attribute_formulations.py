@@ -19,7 +19,8 @@ from edgewise.modules.type_signatures import TypeSignatures
 from edgewise.programs.artifact import load, new_manifest, save, signature_fingerprints
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Edge, Episode
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import Edge
 
 EDGES = [
     {"relationshipType": "WORKS_AT", "sourceEntityName": "alice", "targetEntityName": "Acme Corp",
@@ -220,7 +221,7 @@ def test_shipped_programs_keep_the_per_edge_formulation(name: str) -> None:
 
 
 def labeled_episodes() -> list[Any]:
-    from edgewise.signatures.types import LabeledEpisode
+    from edgewise.signatures.gold import LabeledEpisode
 
     base = episode().model_dump(by_alias=True, exclude={"nodes"})
     gold = [

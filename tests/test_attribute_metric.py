@@ -12,7 +12,8 @@ from edgewise.eval.attributes import same_value, value_key
 from edgewise.eval.feedback import edge_and_attribute_metric
 from edgewise.eval.intervals import stat_value
 from edgewise.eval.paired import paired_difference
-from edgewise.signatures.types import AttributeValue, Edge, EdgeType, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import AttributeValue, Edge, EdgeType, Entity
 
 REF = datetime(2025, 1, 1, tzinfo=UTC)
 

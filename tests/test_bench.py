@@ -27,7 +27,7 @@ from edgewise.eval import BenchInterrupted, BenchReport, run_bench
 from edgewise.eval.report import COLUMNS, markdown_table, read_errors
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "episodes.jsonl"
 

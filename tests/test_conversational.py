@@ -24,7 +24,7 @@ from edgewise.data.build.conversational import (
     to_jsonl,
 )
 from edgewise.runtime.jsonl import parse_episode_line
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 EXAMPLES_FILE = Path(__file__).resolve().parents[1] / "data" / "examples" / "episodes.jsonl"
 # A Tuesday in a leap year, late in the evening (UTC).

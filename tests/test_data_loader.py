@@ -10,7 +10,8 @@ import pytest
 from edgewise.cli import main as cli_main
 from edgewise.data import DatasetError, load_episodes, to_examples, validate_file
 from edgewise.data.loader import SPLITS
-from edgewise.signatures.types import Episode, LabeledEpisode
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.gold import LabeledEpisode
 
 
 def good_line(episode_id: str = "mine-doc1-0", source: str = "mine") -> dict:

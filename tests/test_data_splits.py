@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from edgewise.data.build.pipeline import default_raw_dir, write_splits
 from edgewise.data.build.splits import group_key, smoke_subset, split_episodes
 from edgewise.data.loader import SPLITS, split_path
-from edgewise.signatures.types import Entity, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Entity
 
 
 def episode(source: str, document: str, part: int) -> LabeledEpisode:
@@ -80,7 +81,7 @@ def test_smoke_subset_is_short_dev_episodes_from_every_source() -> None:
 
 
 def _edge():
-    from edgewise.signatures.types import GoldEdge
+    from edgewise.signatures.gold import GoldEdge
 
     return GoldEdge(relationship_type="MET", source_entity_name="A", target_entity_name="B", fact="A met B.")
 

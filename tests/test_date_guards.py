@@ -15,7 +15,8 @@ from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Edge, Episode, ExtractionWarning
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import Edge, ExtractionWarning
 
 REFERENCE = datetime(2024, 3, 14, 9, 30, tzinfo=UTC)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from edgewise.eval import SplitScore, aggregate, score_episode
-from edgewise.signatures.types import Edge, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 RESULTS = sorted(RESULTS_DIR.rglob("results.json"))  # chunked benches keep theirs a folder deeper

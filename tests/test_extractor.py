@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Episode
+from edgewise.signatures.episode import Episode
 
 
 def _run(program, lm, episode):

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from edgewise.optimize.gold_demos import estimated_tokens, gold_demo, select_gold_demos
-from edgewise.signatures.types import CompactEdge, ExtractedEdge, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.replies import CompactEdge, ExtractedEdge
 
 
 def episode(

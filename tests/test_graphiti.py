@@ -521,7 +521,7 @@ GRAPHITI_REPLY = json.dumps(
 
 
 def bench_episode() -> Any:
-    from edgewise.signatures.types import Episode
+    from edgewise.signatures.episode import Episode
 
     return Episode.model_validate(
         {

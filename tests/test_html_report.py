@@ -40,7 +40,8 @@ from edgewise.eval.report import read_errors
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.jsonl import InputError
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Entity
 
 Responder = Callable[[list[dict[str, Any]], dict[str, Any]], str]
 

@@ -27,8 +27,9 @@ from edgewise.modules.extractor import EdgeExtractor
 from edgewise.runtime.jsonl import parse_episode_line
 from edgewise.runtime.lm import lm_context
 from edgewise.scale.rows import input_line
+from edgewise.signatures.episode import Episode
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import Episode, ExtractionResult
+from edgewise.signatures.types import ExtractionResult
 
 REFERENCE = "2025-04-30T00:00:00Z"
 TYPED = [{"name": "Ann", "type": "Person"}, {"name": "Co", "type": "Organization"}]

@@ -98,7 +98,7 @@ def _served_request(program, reply):
 def test_vocabulary_becomes_an_enum_only_on_the_named_fields():
     from edgewise.modules.vocabulary import vocabulary_schemas
     from edgewise.signatures.extract_edges import ExtractEdges, extract_signature
-    from edgewise.signatures.types import ExtractedEdge
+    from edgewise.signatures.replies import ExtractedEdge
 
     schemas = vocabulary_schemas(
         ExtractEdges, {"relationshipType": ["A", "B", "A"], "absent": ["x"], "fact": []}

@@ -17,7 +17,8 @@ from edgewise.eval import (
     feedback_text,
     score_episode,
 )
-from edgewise.signatures.types import Edge, EdgeType, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge, EdgeType, Entity
 
 REF = datetime(2025, 1, 1, tzinfo=UTC)
 

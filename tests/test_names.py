@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from edgewise.eval import score_episode
 from edgewise.modules.postprocess import EntityIndex
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.types import Edge, Entity
 
 
 def _decomposed_then_folded(name: str) -> str:

@@ -25,7 +25,8 @@ from edgewise.eval.open_vocabulary import (
 from edgewise.eval.scoring import score_episode
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.types import Edge, LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from edgewise.modules.options import ProgramOptions
 from edgewise.optimize import ArtifactError, OptimizeSettings, load, optimize, save
 from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE, new_manifest
 from edgewise.runtime.lm import LMConfig, lm_context
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 IMPROVED = "IMPROVED: extract every fact between the entities, including where people live."
 

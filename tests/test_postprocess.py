@@ -15,7 +15,9 @@ from edgewise.modules.postprocess import (
     postprocess,
     to_screaming_snake,
 )
-from edgewise.signatures.types import Edge, Episode, ExtractedEdge
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import Edge
 
 
 def _episode(names: list[str], symmetric: tuple[str, ...] = ()) -> Episode:

@@ -23,8 +23,11 @@ from edgewise.optimize.dev_scoring import dev_score
 from edgewise.optimize.program_search import search_program
 from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.runtime.lm import lm_context
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.gold import LabeledEpisode
 from edgewise.signatures.label_pairs import PairLabel
-from edgewise.signatures.types import Edge, Episode, ExtractedEdge, LabeledEpisode
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import Edge
 
 REFERENCE = "2025-01-01T00:00:00Z"
 TYPES = [

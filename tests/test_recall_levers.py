@@ -22,7 +22,10 @@ from edgewise.modules.votes import merge_votes
 from edgewise.optimize.dev_scoring import dev_score
 from edgewise.optimize.program_search import search_program
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Edge, Episode, ExtractedEdge, ExtractionResult, LabeledEpisode
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.replies import ExtractedEdge
+from edgewise.signatures.types import Edge, ExtractionResult
 
 REFERENCE = "2025-01-01T00:00:00Z"
 TYPES = [

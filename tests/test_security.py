@@ -29,7 +29,7 @@ from edgewise.modules.seed_prompt import SeedPromptExtractor
 from edgewise.programs.artifact import PROGRAM_FILE, ArtifactError, load, new_manifest, save
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, redact
 from edgewise.service.app import create_app
-from edgewise.signatures.types import Episode
+from edgewise.signatures.episode import Episode
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTITIES = ["Alice", "Acme"]

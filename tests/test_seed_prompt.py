@@ -22,7 +22,7 @@ from edgewise.modules.seed_prompt import (
     render_reflexion_messages,
 )
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Episode
+from edgewise.signatures.episode import Episode
 
 SEED = Path(__file__).parent / "fixtures" / "seed" / "extractEdges.ts"
 

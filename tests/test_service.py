@@ -29,7 +29,8 @@ from mock_openai import MockOpenAIServer
 from edgewise.cli import serve as serve_cli
 from edgewise.runtime.redaction import redact
 from edgewise.service.app import create_app
-from edgewise.signatures.types import Edge, Episode, ExtractionResult, StepUsage
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import Edge, ExtractionResult, StepUsage
 
 SEED_CONTEXT: dict[str, Any] = {
     "episodeContent": "Alice joined Acme as CTO in March 2024.",

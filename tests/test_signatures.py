@@ -15,7 +15,8 @@ from edgewise.signatures.extract_edge_attributes import (
 )
 from edgewise.signatures.extract_edges import ExtractEdges, extract_signature, with_missing_facts
 from edgewise.signatures.find_missing_facts import FindMissingFacts
-from edgewise.signatures.types import CompactEdge, EdgeType
+from edgewise.signatures.replies import CompactEdge
+from edgewise.signatures.types import EdgeType
 
 SEED = (Path(__file__).parent / "fixtures" / "seed" / "extractEdges.ts").read_text()
 
@@ -149,3 +150,13 @@ def test_compact_edge_maps_back_to_the_seed_names_and_the_reference_instant():
     )
     assert edge.validAt == "2024-03-18T20:00:00Z"  # ongoing: REFERENCE_TIME itself, as the seed asks
     assert edge.invalidAt == "2025-01-02"  # other days are left to post-processing
+
+
+def test_the_labeled_fields_an_episode_knows_are_those_a_labeled_episode_adds() -> None:
+    from edgewise.signatures.episode import LABELED_FIELDS, Episode
+    from edgewise.signatures.gold import LabeledEpisode
+
+    def names(model: type) -> set[str]:
+        return {alias for name, field in model.model_fields.items() for alias in (name, field.alias) if alias}
+
+    assert names(LabeledEpisode) - names(Episode) == LABELED_FIELDS

@@ -13,7 +13,8 @@ from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.runtime.lm import lm_context
-from edgewise.signatures.types import Edge, Episode, ExtractionWarning
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import Edge, ExtractionWarning
 
 ALIAS = {"name": "ALSO_KNOWN_AS", "description": "both names refer to the same person", "symmetric": True}
 LIKES = {"name": "LIKES", "description": "the subject likes the object"}

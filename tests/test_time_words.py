@@ -8,7 +8,8 @@ import pytest
 
 from edgewise.modules.postprocess import parse_date, postprocess
 from edgewise.modules.time_words import resolve_time_words
-from edgewise.signatures.types import Episode, ExtractedEdge
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.replies import ExtractedEdge
 
 REFERENCE = datetime(2024, 3, 18, 20, 0, tzinfo=UTC)  # a Monday
 

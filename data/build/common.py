@@ -12,7 +12,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
-from edgewise.signatures.types import Granularity
+from edgewise.signatures.gold import Granularity
 
 #: Wikipedia- and transcript-derived episodes carry no creation time of their own; every such
 #: episode gets this one fixed, plausible reference time so that builds are reproducible.

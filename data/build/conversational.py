@@ -73,14 +73,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from edgewise.signatures.errors import EdgewiseError
+from edgewise.signatures.gold import Granularity, LabeledEpisode
 from edgewise.signatures.names import field_path
-from edgewise.signatures.types import (
-    AttributeValue,
-    EdgeAttribute,
-    Granularity,
-    LabeledEpisode,
-    format_utc,
-)
+from edgewise.signatures.types import AttributeValue, EdgeAttribute, format_utc
 
 SOURCE_NAME: Final[str] = "conversational"
 LICENSE: Final[str] = "CC-BY-4.0"

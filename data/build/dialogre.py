@@ -14,8 +14,9 @@ from typing import Any, Final, NamedTuple
 
 from edgewise.data.build.common import FIXED_REFERENCE_TIME, MAX_ENTITIES, MAX_EPISODE_WORDS, word_count
 from edgewise.data.build.vocabulary import edge_types, type_aliases
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import FORMS_OF_ADDRESS
-from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.types import EdgeType, Entity
 
 SOURCE: Final[str] = "dialogre"
 LICENSE: Final[str] = "DialogRE: non-commercial research purposes only"

@@ -19,7 +19,7 @@ from edgewise.data.build.redocred import build_redocred_episodes
 from edgewise.data.build.splits import smoke_subset, split_episodes
 from edgewise.data.build.temporal import build_tempreason_episodes, build_timeqa_episodes
 from edgewise.data.loader import SPLITS, check_episode
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 #: Episodes drawn from each public source. With about 90 conversational episodes the total is
 #: about 550, which the splits divide 150 / 100 / 300.

@@ -29,7 +29,8 @@ from edgewise.data.build.common import (
     word_count,
 )
 from edgewise.data.build.vocabulary import type_aliases
-from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import EdgeType, Entity
 
 SOURCE: Final[str] = "redocred"
 LICENSE: Final[str] = "MIT (Re-DocRED, DocRED); text from Wikipedia, CC BY-SA"

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from typing import Final
 
-from edgewise.signatures.types import LabeledEpisode
+from edgewise.signatures.gold import LabeledEpisode
 
 SPLIT_TARGETS: Final[dict[str, int]] = {"train": 150, "dev": 100, "test": 300}
 SMOKE_SIZE: Final[int] = 24

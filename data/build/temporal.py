@@ -27,7 +27,8 @@ from edgewise.data.build.common import (
     word_count,
 )
 from edgewise.data.build.vocabulary import edge_types, type_aliases
-from edgewise.signatures.types import EdgeType, Entity, GoldEdge, LabeledEpisode
+from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.types import EdgeType, Entity
 
 
 class Source(NamedTuple):

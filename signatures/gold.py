@@ -1,0 +1,42 @@
+"""Labeled episodes: an episode with its gold edges, as `data/episodes/*.jsonl` holds them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+from edgewise.signatures.episode import Episode
+from edgewise.signatures.types import Edge
+
+Granularity = Literal["year", "month", "day", "instant"]
+
+
+class GoldEdge(Edge):
+    """A labeled edge: other acceptable type names and how precisely each date is known."""
+
+    aliases: list[str] = Field(default_factory=list)
+    valid_at_granularity: Granularity | None = None
+    invalid_at_granularity: Granularity | None = None
+
+
+class LabeledEpisode(Episode):
+    """One line of `data/episodes/*.jsonl`: an episode with its gold edges.
+
+    `exhaustive` is false for sources that label only some facts; the metric then forgives
+    predictions it cannot judge (see `edgewise.eval`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    source: str
+    license: str
+    exhaustive: bool = True
+    edges: list[GoldEdge] = Field(default_factory=list)
+
+    def episode(self) -> Episode:
+        return Episode.model_validate(self.model_dump(include=set(Episode.model_fields) - {"nodes"}))
