@@ -21,7 +21,8 @@ from pydantic.alias_generators import to_camel
 
 from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
-from edgewise.eval.report import ERRORS_JSONL, error_line, write_atomic
+from edgewise.eval.report import ERRORS_JSONL, error_line
+from edgewise.files.atomic import write_bytes_atomic
 from edgewise.runtime.jsonl import InputError, validation_error
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning
@@ -178,7 +179,7 @@ class EpisodeLog:
         lines = "".join(
             episode.model_dump_json(by_alias=True, exclude_defaults=True) + "\n" for episode in episodes
         )
-        write_atomic(out_dir / EPISODES_JSONL, lines.encode("utf-8", _ENCODING_ERRORS))
+        write_bytes_atomic(out_dir / EPISODES_JSONL, lines.encode("utf-8", _ENCODING_ERRORS))
         self._errors = open(out_dir / ERRORS_JSONL, "w", encoding="utf-8", errors=_ENCODING_ERRORS)  # noqa: SIM115
         self._predictions = open(  # noqa: SIM115  (closed by close(), the log outlives this call)
             out_dir / PREDICTIONS_JSONL, "w", encoding="utf-8", errors=_ENCODING_ERRORS

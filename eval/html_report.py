@@ -30,7 +30,8 @@ from edgewise.eval.episode_log import (
     read_episodes,
     read_predictions,
 )
-from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row, write_atomic
+from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row
+from edgewise.files.atomic import write_bytes_atomic
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, Entity
@@ -537,5 +538,5 @@ def write_html(report: BenchReport, out_dir: Path, *, plot: bool, output: Path |
     plot_png = plot_path.read_bytes() if plot and plot_path.is_file() else None
     page = render_page(report, episodes, predictions, plot_png)
     path = output if output is not None else out_dir / RESULTS_HTML
-    write_atomic(path, page.encode("utf-8", "backslashreplace"))
+    write_bytes_atomic(path, page.encode("utf-8", "backslashreplace"))
     return path

@@ -9,12 +9,12 @@ atomically except `errors.jsonl`, which grows while the bench runs (flushed afte
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Final
 
 from edgewise.eval.bench_records import BenchReport, EpisodeRun, RunSummary
 from edgewise.eval.records import EpisodeScore
+from edgewise.files.atomic import atomic_write, write_bytes_atomic
 from edgewise.signatures.types import ExtractionResult
 
 RESULTS_JSON: Final = "results.json"
@@ -323,16 +323,9 @@ def source_table(report: BenchReport) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write beside the target and rename, so a reader (or a kill) never sees half a file."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
 def write_results_json(report: BenchReport, out_dir: Path) -> Path:
     path = out_dir / RESULTS_JSON
-    write_atomic(path, report.model_dump_json(indent=2).encode())
+    write_bytes_atomic(path, report.model_dump_json(indent=2).encode())
     return path
 
 
@@ -380,9 +373,8 @@ def write_plot(report: BenchReport, out_dir: Path) -> Path | None:
     axes.legend(fontsize=7, loc="best")
     figure.subplots_adjust(left=0.1, right=0.97, top=0.93, bottom=0.1)  # tight_layout costs a draw
     path = out_dir / PLOT_PNG
-    temporary = path.with_name(f".{path.name}.tmp")
-    figure.savefig(temporary, format="png")
-    os.replace(temporary, path)
+    with atomic_write(path) as handle:
+        figure.savefig(handle, format="png")
     return path
 
 
@@ -390,7 +382,7 @@ def write_reports(report: BenchReport, out_dir: Path) -> dict[str, Path]:
     """`results.md`, `results.json` and `plot.png` (when there is something to plot) in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"table": out_dir / RESULTS_MD}
-    write_atomic(written["table"], markdown_table(report).encode())
+    write_bytes_atomic(written["table"], markdown_table(report).encode())
     written["results"] = write_results_json(report, out_dir)
     plot = write_plot(report, out_dir)
     if plot is not None:

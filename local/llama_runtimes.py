@@ -25,7 +25,6 @@ out and a CMake file (``CMAKE_PROJECT_INCLUDE``) that takes every other target o
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -38,13 +37,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from filelock import FileLock
+
+from edgewise.files.atomic import write_bytes_atomic
 from edgewise.local.local_models import INSTALL_HINT, cache_root
 from edgewise.signatures.errors import EdgewiseError
 
@@ -364,15 +365,10 @@ def verdict_key(binary: Path, model_sha256: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path) -> FileLock:
+    """The lock beside `path` that every process writing it holds (`path` with the suffix `.lock`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FileLock(path.with_suffix(".lock"))
 
 
 def _verdicts_path(cache_dir: Path | None) -> Path:
@@ -417,9 +413,7 @@ def record_verdict(
             "binary": str(binary),
             "seen": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(verdicts, indent=1, sort_keys=True))
-        os.replace(temporary, path)
+        write_bytes_atomic(path, json.dumps(verdicts, indent=1, sort_keys=True).encode())
 
 
 # -- the host build --------------------------------------------------------------------------------

