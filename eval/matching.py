@@ -31,13 +31,12 @@ def _max_weight_assignment(weights: list[list[int]]) -> list[int]:
     The Hungarian method (shortest augmenting paths with potentials) on a dense matrix: the groups it
     sees hold the edges between one pair of entities, so a few rows and columns at most.
 
-    Written here rather than taken from `scipy.optimize.linear_sum_assignment`, measured side by side
-    on the same 19,980 matrices (those of benchmarks/metric_speed.py's episodes and random ones in the
-    weights' encoding): scipy solves one in 3.1 us against 7.8 us here (CPU medians of 5 runs), but
-    the metric meets about 500 such matrices in 10,000 episodes, a few milliseconds of a half-second
-    run, and scipy breaks ties between equally good matchings otherwise: of 20,000 episodes with
-    contested gold edges, 4 scored differently with it (2 in their counts). The weights leave the
-    choice among equal gold edges open, so the choice this solver makes is the metric's.
+    Written here rather than taken from `scipy.optimize.linear_sum_assignment`: scipy is faster per
+    matrix, but the metric meets few such matrices, so the time it would save is a small share of a
+    run, and scipy breaks ties between equally good matchings otherwise, which changes some episodes'
+    scores. The weights leave the choice among equal gold edges open, so the choice this solver makes
+    is the metric's. The comparison's figures are in docs/results.md ("The metric and the bench
+    themselves").
     """
     n_rows = len(weights)
     n_cols = len(weights[0])

@@ -1,9 +1,9 @@
 """llama.cpp runtimes: which ``llama-server`` binary runs a local model on this CPU, and the host build.
 
 A runtime is a ``llama-server`` executable with the environment it needs. A prebuilt binary is
-compiled for a family of CPUs and may execute an instruction this CPU lacks (seen: the prebuilt
-wheel's AMX kernels kill it with SIGILL as it loads the 0.5B model, while the 1.5B runs), so no
-static rule says in advance whether a binary works. edgewise therefore tries the candidates in a
+compiled for a family of CPUs and may execute an instruction this CPU lacks, and only with some
+models (an AMX kernel that one model's shapes reach and another's do not; docs/results.md, "Local
+runtime", has the case), so no static rule says in advance whether a binary works. edgewise therefore tries the candidates in a
 fixed order, remembers for each (binary, model, CPU) whether it started, and builds llama.cpp for
 this CPU when no candidate runs the model.
 

