@@ -1,3 +1,4 @@
+# Over 400 lines: one script, its kinds of miss and their table read top to bottom.
 """Why gold edges are missed, from a bench's own files: pair recall per source and each miss by its kind.
 
 No model call. Each gold edge a program did not find (edge-F1's matching, `eval/scoring.py`) is put in

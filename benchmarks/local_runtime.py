@@ -1,3 +1,4 @@
+# Over 400 lines: one script, its configurations and their table read top to bottom.
 """Local runtime options side by side: speed, memory and quality of each on the same episodes.
 
 Each configuration is a model, a runtime and options, written `MODEL@RUNTIME[+OPTION...]`:

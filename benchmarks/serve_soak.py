@@ -1,3 +1,4 @@
+# Over 400 lines: one script driving three workloads through the same rounds and table.
 """Memory under sustained load: `edgewise serve`, `edgewise extract` and one Ray actor, round after round.
 
 Each checkout given with `--repo` (this one by default; several set trees side by side, each run with

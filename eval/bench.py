@@ -1,3 +1,4 @@
+# Over 400 lines: the run loop, its Ctrl-C handling and the per-run summary share one state.
 """The benchmark runner: every model x program over the same labeled episodes, scored by edge-F1.
 
 A bench is how a user picks a model and a program: each pair extracts every episode, each episode is

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from edgewise.eval.bench_records import EpisodeRun
+from edgewise.eval.error_log import ERRORS_JSONL, error_line
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
-from edgewise.eval.report import ERRORS_JSONL, error_line
 from edgewise.files.atomic import write_bytes_atomic
 from edgewise.runtime.jsonl import InputError, validation_error
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode

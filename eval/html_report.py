@@ -1,3 +1,4 @@
+# Over 400 lines: one page, rendered section by section in the order it shows them.
 """`results.html`: a bench as one page to read, the results table first and then every episode's text with
 its gold edges beside each program's edges, each edge marked with the metric's verdict.
 

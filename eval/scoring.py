@@ -1,3 +1,4 @@
+# Over 400 lines: the metric's matching rules depend on each other and are read together.
 """Edge-F1: how many of an episode's gold edges a prediction found, one-to-one, and why it missed the rest.
 
 A predicted edge matches a gold edge when both ends name the same entities in the same direction (either

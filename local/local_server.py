@@ -1,3 +1,4 @@
+# Over 400 lines: one server process's life, from the model file to the stop, is one class.
 """Local server: a managed ``llama-server`` process that serves one local model on 127.0.0.1.
 
 ``LocalServer`` is a context manager that assembles the model file, starts ``llama-server`` on a
@@ -24,6 +25,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Final, NamedTuple, Self
 
+from edgewise.local.cpu import crash_reason
 from edgewise.local.llama_runtimes import (
     BUILD_TIME_NOTE,
     HOST_BUILD_SOURCE,
@@ -33,7 +35,6 @@ from edgewise.local.llama_runtimes import (
     ServerBinary,
     build_host_runtime,
     build_policy,
-    crash_reason,
     host_build_blocker,
     no_runtime_message,
     read_verdict,

@@ -1,3 +1,4 @@
+# Over 400 lines: the program's steps, in the order forward() runs them.
 """`EdgeExtractor`: the DSPy program that turns an episode into temporal graph edges.
 
 It composes the three signatures (extract, optional reflexion rounds, attributes) with plain Python

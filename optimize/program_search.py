@@ -1,3 +1,4 @@
+# Over 400 lines: the levers and the loop that keeps one at a time read as one procedure.
 """`--optimizer program`: choose what the model is asked to do, one lever at a time, by paired dev effect.
 
 Instructions and demos tuned for a small model did not move its quality beyond noise; its errors are

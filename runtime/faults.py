@@ -1,3 +1,4 @@
+# Over 400 lines: what is retried, when and for how long is one policy, kept in one place.
 """Provider faults: which failed model requests are worth another attempt, when, and when to give up.
 
 A fault is a request that failed for a reason outside the episode: a rate limit, a 5xx, a timeout, a

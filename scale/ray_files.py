@@ -1,3 +1,4 @@
+# Over 400 lines: the input index and the ordered results file share one line numbering.
 """Files of `edgewise extract --engine ray`: numbered input lines from JSONL and Parquet, and the results file.
 
 Input. The driver indexes the input once (a JSONL file is scanned for line ends, a Parquet file's

@@ -253,7 +253,7 @@ def test_the_bench_reports_attribute_accuracy_paired_with_its_cost_and_lists_the
 
     from edgewise.eval import run_bench
     from edgewise.eval.episode_log import read_predictions
-    from edgewise.eval.report import read_errors
+    from edgewise.eval.error_log import read_errors
     from edgewise.runtime.lm import LMConfig
 
     @contextmanager

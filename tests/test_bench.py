@@ -24,7 +24,8 @@ from edgewise.cli import main
 from edgewise.data.loader import load_episodes
 from edgewise.data.sampling import stratified_sample
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench
-from edgewise.eval.report import COLUMNS, markdown_table, read_errors
+from edgewise.eval.error_log import read_errors
+from edgewise.eval.report import COLUMNS, markdown_table
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
 from edgewise.signatures.gold import LabeledEpisode

@@ -27,6 +27,7 @@ from test_metric import episode, episodes, gold, pred, pred_edges
 from edgewise.cli import build_parser, main
 from edgewise.eval import BenchInterrupted, BenchReport, run_bench, score_episode
 from edgewise.eval.episode_log import EpisodePrediction, JudgedEdge, judge_edges, read_predictions
+from edgewise.eval.error_log import read_errors
 from edgewise.eval.html_report import (
     RESULTS_HTML,
     Run,
@@ -36,7 +37,6 @@ from edgewise.eval.html_report import (
     highlight_mentions,
     page_runs,
 )
-from edgewise.eval.report import read_errors
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.jsonl import InputError
 from edgewise.runtime.lm import LMConfig

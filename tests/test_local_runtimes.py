@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.local import llama_runtimes, local_server
+from edgewise.local import cpu, llama_runtimes, local_server
+from edgewise.local.cpu import crash_reason, families_used, missing_families
 from edgewise.local.llama_runtimes import (
     PREBUILT_SOURCE,
     ServerBinary,
     build_host_runtime,
-    crash_reason,
-    families_used,
     host_build_blocker,
-    missing_families,
     read_verdict,
 )
 from edgewise.local.local_models import MODELS, LocalModelSpec, ModelPart
@@ -92,7 +90,7 @@ def test_a_build_that_dies_of_an_illegal_instruction_is_passed_over_and_remember
     working = fake_binary(tmp_path / "prebuilt", "ok")
     prebuilt = ServerBinary(working, {}, PREBUILT_SOURCE)
     monkeypatch.setattr(llama_runtimes, "_prebuilt_binary", lambda: prebuilt)
-    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: ["AMX"])
+    monkeypatch.setattr(cpu, "missing_families", lambda binary, flags=None: ["AMX"])
 
     with LocalServer(spec) as server:
         assert server.binary is not None and server.binary.source == PREBUILT_SOURCE
@@ -119,7 +117,7 @@ def test_a_verdict_holds_only_for_the_same_cpu(
     with pytest.raises(LocalServerError):
         LocalServer(spec).start()
     assert read_verdict(crashing, spec.sha256) is not None
-    monkeypatch.setattr(llama_runtimes, "cpu_flags", lambda: frozenset({"sse2", "amx_tile"}))
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset({"sse2", "amx_tile"}))
     assert read_verdict(crashing, spec.sha256) is None
 
 
@@ -226,7 +224,7 @@ def test_without_a_compiler_no_build_starts_and_one_line_says_what_to_install(
     monkeypatch.setenv("PATH", str(tmp_path / "path"))  # the fake llama-server, no compiler, no make
     monkeypatch.setenv("EDGEWISE_RUNTIME_BUILD", "auto")
     marker = _forbid_the_real_build(tmp_path, monkeypatch)
-    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: ["AMX"])
+    monkeypatch.setattr(cpu, "missing_families", lambda binary, flags=None: ["AMX"])
 
     assert llama_runtimes.build_policy() == "never"
     with pytest.raises(LocalServerError) as caught:
@@ -346,7 +344,7 @@ def test_the_server_only_cmake_file_keeps_llama_server_and_what_it_needs(tmp_pat
 
 
 def test_crash_reasons_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llama_runtimes, "missing_families", lambda binary, flags=None: None)
+    monkeypatch.setattr(cpu, "missing_families", lambda binary, flags=None: None)
     assert (
         crash_reason(-4, tmp_path) == "illegal instruction: this build uses a CPU instruction this CPU lacks"
     )

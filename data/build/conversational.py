@@ -1,3 +1,4 @@
+# Over 400 lines: one source's converter; its hand-written rules read best in one file.
 """Conversational-memory episodes: a user telling a memory assistant about jobs, moves, family and pets.
 
 The episodes and their gold edges are written by hand in `conversational_source.json`, shipped beside

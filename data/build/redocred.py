@@ -1,3 +1,4 @@
+# Over 400 lines: one source's converter; its format's rules read best in one file.
 """Re-DocRED documents cut into short sentence-window episodes with their gold relation triples.
 
 A window is one to three consecutive sentences of a Wikipedia lead section; the sentences before it

@@ -1,3 +1,4 @@
+# Over 400 lines: two sources of one format (TempReason, TimeQA) share one converter.
 """Time-scoped facts (TempReason via TimeBench, and TimeQA) as short Wikipedia-sentence episodes.
 
 Both sources pair a Wikipedia page with facts that hold from a start to an end ("X plays for Y from
