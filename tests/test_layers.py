@@ -67,3 +67,23 @@ def test_architecture_draws_the_contracts_layers():
         for layer in layers["layers"]
     ]
     assert in_doc == in_contract
+
+
+def _layout_folders(document: Path) -> set[str]:
+    """The folders a document's Layout table lists (its rows' first cell, `X/`)."""
+    text = document.read_text()
+    table = text[text.index("| folder | import | holds |") :].split("\n\n", 1)[0]
+    return {match.group(1) for match in re.finditer(r"^\| `([\w.-]+)/` \|", table, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("document", [ROOT / "README.md", ARCHITECTURE], ids=lambda path: path.name)
+def test_the_layout_tables_list_every_package_folder(document: Path):
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    folders = {path.split("/")[0] for path in config["tool"]["setuptools"]["package-dir"].values()}
+    listed = _layout_folders(document)
+    assert folders - {"edgewise"} <= listed, (
+        f"{document.name} lacks {sorted(folders - listed - {'edgewise'})}"
+    )
+    assert all((ROOT / folder).is_dir() for folder in listed), (
+        f"{document.name} lists a folder that is not there"
+    )
