@@ -214,8 +214,9 @@ def test_the_option_guards_the_dates_and_is_off_by_default() -> None:
 
 
 def test_shipped_programs_keep_their_options() -> None:
+    """The compile's levers, and the default vocabulary for an episode that lists no types."""
     assert resolve_program("qwen2.5-coder-1.5b-program").options == ProgramOptions(
-        type_signatures=True, fact_dates=True
+        type_signatures=True, fact_dates=True, default_types=True
     )
 
 
