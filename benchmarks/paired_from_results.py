@@ -10,8 +10,10 @@ there): a sample whose parts were benched in separate runs of the same programs 
 as one. Micro edge-F1 pools the counts; macro is the mean of the episodes' F1, and macro over
 sources the mean of the sources' micro F1. Pair-F1 and the validAt / invalidAt accuracies come from
 the runs' own totals, so they are given only where the episodes are whole runs (the chunks of one
-sample), "-" otherwise. Unparsed episodes had a reply that did not parse; failed ones, a model call
-that failed.
+sample), "-" otherwise. Attribute accuracy (right slots over the matched edges' labeled slots) and
+attribute precision (values the gold supports over values written) pool the per-episode counts, and
+attribute accuracy gets its paired difference as the bench gives it. Unparsed episodes had a reply
+that did not parse; failed ones, a model call that failed.
 
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti-1.5b/chunk-* \\
         --baseline graphiti-structured --episodes runs/results/test-conversational.jsonl
@@ -33,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from edgewise.eval.bench_comparison import paired_attributes
 from edgewise.eval.bench_records import BenchReport, EpisodeRun
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
@@ -105,6 +108,13 @@ def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dic
         "pair_f1": None if pooled is None else pooled.pair_f1,
         "valid_at_accuracy": None if pooled is None else pooled.valid_at_accuracy,
         "invalid_at_accuracy": None if pooled is None else pooled.invalid_at_accuracy,
+        "attribute_judged": sum(e.attribute_total for e in episodes),
+        "attribute_accuracy": _share(
+            sum(e.attribute_right for e in episodes), sum(e.attribute_total for e in episodes)
+        ),
+        "attribute_precision": _share(
+            sum(e.attribute_supported for e in episodes), sum(e.attribute_values for e in episodes)
+        ),
         "calls_per_episode": sum(e.calls for e in episodes) / n,
         "prompt_tokens_per_episode": sum(e.prompt_tokens for e in episodes) / n,
         "uncached_prompt_tokens_per_episode": sum(e.prompt_tokens - e.cached_prompt_tokens for e in episodes)
@@ -158,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
                 programs[program] = [by_id[episode_id] for episode_id in wanted]
         base = programs[args.baseline]
         for program, episodes in programs.items():
+            attributes = (
+                None
+                if program == args.baseline
+                else paired_attributes(base, episodes, {"n_resamples": DEFAULT_RESAMPLES, "seed": 0})
+            )
             paired, paired_macro = (
                 (None, None)
                 if program == args.baseline
@@ -180,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                     "macro_difference": None if paired_macro is None else paired_macro.difference,
                     "macro_low": None if paired_macro is None else paired_macro.low,
                     "macro_high": None if paired_macro is None else paired_macro.high,
+                    "attribute_difference": None if attributes is None else attributes.model_dump(),
                 }
             )
     print(
@@ -187,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         f"| Δ micro vs {args.baseline} [paired 95% CI] | Δ macro (episodes) [paired 95% CI] | pair-F1 "
         "| precision / recall | validAt / invalidAt acc "
         "| calls / prompt tok / uncached prompt tok / completion tok per episode | latency p50 / p95 s "
-        "| unparsed / failed episodes |"
+        "| unparsed / failed episodes | attribute acc (judged) / prec | Δ attribute acc [paired 95% CI] |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         delta, delta_macro = (
             ("baseline", "baseline")
@@ -208,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['calls_per_episode']:.2f} / {row['prompt_tokens_per_episode']:.1f} "
             f"/ {row['uncached_prompt_tokens_per_episode']:.1f} / {row['completion_tokens_per_episode']:.1f} "
             f"| {row['latency_p50_s']:.1f} / {row['latency_p95_s']:.1f} "
-            f"| {row['unparsed']} / {row['failed']} |"
+            f"| {row['unparsed']} / {row['failed']} "
+            f"| {_rate(row['attribute_accuracy'])} ({row['attribute_judged']}) / {_rate(row['attribute_precision'])} "
+            f"| {_paired_text(row['attribute_difference'], row['program'] == args.baseline)} |"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
@@ -217,6 +235,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _paired_text(paired: dict[str, float] | None, is_baseline: bool) -> str:
+    if is_baseline:
+        return "baseline"
+    return (
+        "-"
+        if paired is None
+        else f"{paired['difference']:+.3f} [{paired['low']:+.3f}, {paired['high']:+.3f}]"
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def compare_to_baseline(report: BenchReport) -> None:
             baseline=report.baseline,
             overall=PairedResult.of(overall),
             per_source=per_source,
-            attribute_accuracy=_paired_attributes(base.episodes, run.episodes, options),
+            attribute_accuracy=paired_attributes(base.episodes, run.episodes, options),
         )
         run.alias_aware_comparison = _alias_aware_paired(base, run, options)
 
@@ -73,7 +73,7 @@ def _alias_aware_paired(base: RunSummary, run: RunSummary, options: dict[str, in
     return PairedResult.of(paired) if paired is not None else None
 
 
-def _paired_attributes(
+def paired_attributes(
     baseline: Sequence[EpisodeRun], candidate: Sequence[EpisodeRun], options: dict[str, int]
 ) -> PairedResult | None:
     """The paired attribute-accuracy difference, or None where either run judged no attribute."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 from edgewise.eval.bench_records import BenchReport
@@ -49,3 +50,20 @@ def test_part_of_a_run_or_a_run_counted_twice_pools_nothing() -> None:
     assert paired_from_results.pooled_counts(merged, ids - {next(iter(ids))}) is None
     twice = paired_from_results.merged_runs([CHUNKS[0], CHUNKS[0]])[KEY]
     assert paired_from_results.pooled_counts(twice, {e.id for e in twice.episodes}) is None
+
+
+def test_attribute_accuracy_and_its_paired_difference_are_the_bench_s_own(tmp_path) -> None:
+    folder = RESULTS / "test-conversational-open-1.5b"
+    report = BenchReport.model_validate_json((folder / "results.json").read_bytes())
+    baseline = "graphiti-structured"
+    out = tmp_path / "rows.json"
+    assert paired_from_results.main([str(folder), "--baseline", baseline, "--json", str(out)]) == 0
+    rows = {row["program"]: row for row in json.loads(out.read_text())}
+    for run in report.runs:
+        row = rows[run.program]
+        assert row["attribute_judged"] == run.scores.attribute_total > 0
+        assert row["attribute_accuracy"] == run.scores.attribute_accuracy
+        if run.program == baseline:
+            assert row["attribute_difference"] is None
+        else:
+            assert row["attribute_difference"] == run.comparison.attribute_accuracy.model_dump()
