@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from edgewise.eval.bench_comparison import paired_attributes
-from edgewise.eval.bench_records import BenchReport, EpisodeRun
+from edgewise.eval.bench_records import BenchReport, EpisodeRun, PairedResult
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
 from edgewise.eval.records import SplitScore, f1_of
@@ -244,11 +244,7 @@ def _share(part: int, whole: int) -> float | None:
 def _paired_text(paired: dict[str, float] | None, is_baseline: bool) -> str:
     if is_baseline:
         return "baseline"
-    return (
-        "-"
-        if paired is None
-        else f"{paired['difference']:+.3f} [{paired['low']:+.3f}, {paired['high']:+.3f}]"
-    )
+    return "-" if paired is None else PairedResult.model_validate(paired).text()
 
 
 if __name__ == "__main__":
