@@ -1,12 +1,15 @@
 """What an optimizer run hands back: the kept program, its scores before and after, what it cost.
 
-`OptimizeReport.summary()` is what `edgewise optimize` prints on stdout at the end.
+`OptimizeReport.summary()` is what `edgewise optimize` prints on stdout at the end; `lever_table`
+renders a program search's judged levers (a manifest's `notes.levers`) as the README shows them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.dev_scoring import DevScore
@@ -82,3 +85,39 @@ class OptimizeReport:
         if self.error:
             lines.append(f"  stopped by: {self.error}")
         return "\n".join(lines)
+
+
+JUDGED_BY_WORDS: Final[dict[str, str]] = {
+    "edge_f1_micro": "edge-F1",
+    "valid_at_accuracy": "validAt accuracy",
+    "attribute_accuracy": "attribute accuracy",
+}
+"""How the lever table names the statistic a lever was judged by."""
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def lever_table(levers: Sequence[Mapping[str, Any]]) -> str:
+    """A program search's levers as a Markdown table: each one's paired dev difference against the
+    program so far, with its interval, and whether it was kept.
+
+    Rendered from the manifest rather than typed by hand, so that the README's table is the compile's
+    own record (a test compares them)."""
+    lines = [
+        "| lever | judged by | paired dev Δ vs the program so far [95% CI] | kept |",
+        "|---|---|---:|---|",
+    ]
+    for row in levers:
+        value = row["value"]
+        name = f"`{row['lever']}`" if value is True else f"`{row['lever']}` = {value}"
+        judged = JUDGED_BY_WORDS.get(row["stat"], row["stat"])
+        if row.get("time_ratio") is not None:
+            judged += f" and time (ratio {row['time_ratio']:.2f})"
+        if row["difference"] is None:
+            interval = "not judged" + (f": {row['note']}" if row.get("note") else "")
+        else:
+            interval = f"{_signed(row['difference'])} [{_signed(row['low'])}, {_signed(row['high'])}]"
+        lines.append(f"| {name} | {judged} | {interval} | {'yes' if row['kept'] else 'no'} |")
+    return "\n".join(lines)

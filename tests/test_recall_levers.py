@@ -5,6 +5,7 @@ several alternatives."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -21,6 +22,7 @@ from edgewise.modules.type_signatures import PairRule, TypeSignatures
 from edgewise.modules.votes import merge_votes
 from edgewise.optimize.dev_scoring import dev_score
 from edgewise.optimize.program_search import search_program
+from edgewise.optimize.report import lever_table
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.gold import LabeledEpisode
@@ -526,3 +528,59 @@ def test_an_episode_without_types_is_offered_the_default_vocabulary_and_kept_to_
         given = EdgeExtractor(options=ProgramOptions(default_types=True))(episode()).result
     assert "default_types" not in codes(given.warnings)
     assert "BORN_IN" not in str(lm.calls[-1]["messages"][-1]["content"])  # the user's own types only
+
+
+def test_the_lever_table_shows_each_levers_interval_its_statistic_and_whether_it_was_kept() -> None:
+    rows = [
+        {
+            "lever": "type_signatures",
+            "value": True,
+            "stat": "edge_f1_micro",
+            "difference": 0.0135,
+            "low": 0.0019,
+            "high": 0.0376,
+            "kept": True,
+        },
+        {
+            "lever": "fact_span",
+            "value": True,
+            "stat": "edge_f1_micro",
+            "difference": -0.0175,
+            "low": -0.0938,
+            "high": 0.0572,
+            "kept": False,
+            "time_ratio": 0.8644,
+        },
+        {
+            "lever": "fact_dates",
+            "value": True,
+            "stat": "valid_at_accuracy",
+            "difference": None,
+            "low": None,
+            "high": None,
+            "kept": False,
+            "note": "no matched edge with a date",
+        },
+        {
+            "lever": "gleaning",
+            "value": "1 forced",
+            "stat": "edge_f1_micro",
+            "difference": 0.0286,
+            "low": -0.0391,
+            "high": 0.1044,
+            "kept": False,
+        },
+    ]
+    lines = lever_table(rows).splitlines()
+    assert lines[2] == "| `type_signatures` | edge-F1 | +0.013 [+0.002, +0.038] | yes |"
+    assert lines[3] == "| `fact_span` | edge-F1 and time (ratio 0.86) | -0.018 [-0.094, +0.057] | no |"
+    assert lines[4] == "| `fact_dates` | validAt accuracy | not judged: no matched edge with a date | no |"
+    assert lines[5] == "| `gleaning` = 1 forced | edge-F1 | +0.029 [-0.039, +0.104] | no |"
+
+
+def test_the_readmes_lever_table_is_the_shipped_recall_compiles_manifest() -> None:
+    root = Path(__file__).resolve().parents[1]
+    manifest = json.loads(
+        (root / "optimize" / "compiled" / "qwen2.5-coder-1.5b-recall" / "manifest.json").read_text()
+    )
+    assert lever_table(manifest["notes"]["levers"]) in (root / "README.md").read_text()
