@@ -19,6 +19,9 @@ its edges as benched.
     python benchmarks/date_guards_replay.py benchmarks/results/test-conversational-program-1.5b \\
         benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \\
         --programs baseline-v1,qwen2.5-coder-1.5b-program --out benchmarks/results/date_guards_replay.md
+
+`--against PROGRAM` adds one more table: every program's validAt accuracy as benched, per source, with
+its paired difference from PROGRAM's on the same episodes (is a new program's date worse anywhere?).
 """
 
 from __future__ import annotations
@@ -190,6 +193,11 @@ def _paired(base: Sequence[EpisodeScore], scores: Sequence[EpisodeScore]) -> str
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
     add_folder_arguments(parser)
+    parser.add_argument(
+        "--against",
+        help="also pair every program's validAt as benched with this program's, per source "
+        "(example: --against baseline-v1)",
+    )
     args = parser.parse_args(argv)
     folders = folders_of(args)
     sources = sorted({episode.source for episode in folders.episodes})
@@ -209,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for key, skipped in sorted(folders.incomplete.items()):
         lines.append(f"- left out: {key[0]} {key[1]} lacks {skipped} of the episodes")
+    as_benched: dict[tuple[str, str], dict[str, list[EpisodeScore]]] = {}
     for (model, program), predictions in sorted(folders.runs.items()):
         resolved = resolve_program(program)
         if not isinstance(resolved, EdgeExtractor):
@@ -242,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             by_source["all"] = [s for source in sources for s in by_source[source]]
             rows[variant.label] = by_source
             changes[variant.label] = counted
+        as_benched[(model, program)] = rows["as benched"]
         lines += [
             "",
             f"## {model} · {program} (fact_dates {'on' if fact_dates_on else 'off'} as benched)",
@@ -303,8 +313,42 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {label} | {item.episode_id} | `{item.code}` | {item.outcome} | {fact.replace('|', '/')} "
                     f"| {item.before} | {item.after} | {item.gold} |"
                 )
+    if args.against:
+        lines += against_table(as_benched, args.against, sources)
     write_report("\n".join(lines) + "\n", args.out)
     return 0
+
+
+def against_table(
+    as_benched: dict[tuple[str, str], dict[str, list[EpisodeScore]]], against: str, sources: list[str]
+) -> list[str]:
+    """Each program's validAt accuracy as benched per source, paired with `against`'s on its model."""
+    lines = [
+        "",
+        f"## validAt as benched, against {against}",
+        "",
+        (
+            "Each program's validAt accuracy on its matched edges [their number], Δ the paired "
+            f"difference from {against}'s on the same episodes and model."
+        ),
+        "",
+        "| model | program | " + " | ".join([*sources, "all"]) + " |",
+        "|---|---|" + "---:|" * (len(sources) + 1),
+    ]
+    for (model, program), by_source in sorted(as_benched.items()):
+        base = as_benched.get((model, against))
+        if base is None:
+            raise SystemExit(f"--against: no complete run of {against} on {model}")
+        cells = []
+        for source in [*sources, "all"]:
+            scores = by_source[source]
+            delta = _paired(base[source], scores)
+            cells.append(
+                f"{_accuracy(scores, 'valid_at_accuracy')} [{sum(s.tp for s in scores)}]"
+                + ("" if delta == "-" else f" Δ {delta}")
+            )
+        lines.append(f"| {model} | {program} | " + " | ".join(cells) + " |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -233,3 +233,19 @@ def test_the_replay_reproduces_the_benched_dates_from_facts_and_scores_the_guard
     report = capsys.readouterr().out
     assert f"{len(run.episodes)} of {len(run.episodes)} episodes give the benched edges exactly" in report
     assert f"| as benched validAt | {run.scores.valid_at_accuracy:.3f} [{run.scores.tp}] |" in report
+
+
+def test_against_pairs_each_programs_benched_dates_with_the_named_programs(capsys) -> None:
+    folder = RESULTS / "test-conversational-program-1.5b"
+    benched = BenchReport.model_validate_json((folder / "results.json").read_bytes())
+    scores = {run.program: run.scores for run in benched.runs}
+    script = load_script("date_guards_replay")
+    assert script.main([str(folder), "--against", "baseline-v1"]) == 0
+    report = capsys.readouterr().out.split("## validAt as benched, against baseline-v1")[1]
+    base, program = scores["baseline-v1"], scores["qwen2.5-coder-1.5b-program"]
+    own = next(line for line in report.splitlines() if "| baseline-v1 |" in line)
+    assert f"{base.valid_at_accuracy:.3f} [{base.tp}] |" in own and "Δ" not in own
+    other = next(line for line in report.splitlines() if "| qwen2.5-coder-1.5b-program |" in line)
+    assert f"{program.valid_at_accuracy:.3f} [{program.tp}] Δ +" in other
+    with pytest.raises(SystemExit, match="no complete run of seed"):
+        script.main([str(folder), "--against", "seed"])
