@@ -23,16 +23,11 @@ The rules (the bench's notes and the data card repeat them):
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
-from functools import lru_cache
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
+from edgewise.modules.attribute_grounding import value_items
 from edgewise.signatures.gold import GoldEdge
 from edgewise.signatures.types import AttributeValue, Edge
-
-_ITEM_SEPARATORS: Final = re.compile(r"\s*(?:[,;&]|\band\b)\s*")
-_ARTICLES: Final = frozenset({"a", "an", "the"})
 
 ValueKey = float | frozenset[str] | None
 """A normalized attribute value: a number, a set of text items, or null."""
@@ -49,19 +44,6 @@ class AttributeJudgement(NamedTuple):
     wrong: tuple[str, ...]
 
 
-@lru_cache(maxsize=1 << 14)
-def _text_key(text: str) -> frozenset[str] | None:
-    decomposed = unicodedata.normalize("NFKD", text)
-    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-    items = set()
-    for item in _ITEM_SEPARATORS.split(folded):
-        words = "".join(ch if ch.isalnum() else " " for ch in item).split()
-        kept = " ".join(word for word in words if word not in _ARTICLES)
-        if kept:
-            items.add(kept)
-    return frozenset(items) or None
-
-
 def value_key(value: AttributeValue) -> ValueKey:
     """The normalized form two attribute values are compared by (see the module docstring)."""
     if value is None:
@@ -74,8 +56,8 @@ def value_key(value: AttributeValue) -> ValueKey:
     try:
         number = float(text)
     except ValueError:
-        return _text_key(text)
-    return number if math.isfinite(number) else _text_key(text)
+        return value_items(text)
+    return number if math.isfinite(number) else value_items(text)
 
 
 def same_value(gold: AttributeValue, predicted: AttributeValue) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Final
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import (
     attributes_predictor,
     check_attribute_options,
@@ -245,6 +246,8 @@ class EdgeExtractor(dspy.Module):
         if options.precision and edges:
             edges = self._verify(edges, inputs, usage, warnings)
         edges = fill_attributes(self.options, self.attributes, edges, raw, episode, usage, warnings)
+        if options.attribute_grounding:
+            edges = ground_attributes(edges, episode, warnings)
         return result_prediction(
             ExtractionResult(
                 edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)

@@ -69,6 +69,8 @@ class ProgramOptions(BaseModel):
     - `attributes`: how the attributes that relationship types declare are filled (`modules.attributes`):
       `per-edge` (the seed's: one call per edge of such a type), `per-episode` (one call for all of an
       episode's such edges) or `in-extraction` (written inside the extraction reply; no call of its own).
+    - `attribute_grounding`: a text attribute value whose words the episode does not contain is dropped,
+      with a warning (`modules.attribute_grounding`), in any formulation.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -91,6 +93,7 @@ class ProgramOptions(BaseModel):
     max_pairs: int = Field(default=DEFAULT_MAX_PAIRS, ge=1)
     attributes: AttributeFormulation = "per-edge"
     default_types: bool = False
+    attribute_grounding: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> ProgramOptions:

@@ -22,6 +22,7 @@ programs timed on dev without DSPy's cache.
 
 The attribute formulation comes last, judged by attribute accuracy on the matched edges, and may
 also win on LM calls (`CALL_COST_LEVERS`): one call per episode, or none, against one per edge.
+Attribute grounding (drop a text value whose words the episode lacks) follows it, judged the same way.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ LEVERS: Final[tuple[str, ...]] = (
     "precision",
     "gold_demos",
     "attributes",
+    "attribute_grounding",
 )
 """The levers in the order the search tries them."""
 
@@ -69,6 +71,7 @@ ALTERNATIVES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     "speaker_names": ({"speaker_names": True},),
     "precision": ({"precision": True},),
     "attributes": ({"attributes": "per-episode"}, {"attributes": "in-extraction"}),
+    "attribute_grounding": ({"attribute_grounding": True},),
 }
 """Each lever's candidate changes to the program so far, tried in this order."""
 
@@ -76,6 +79,7 @@ JUDGED_BY: Final[dict[str, Stat]] = {
     "fact_dates": "valid_at_accuracy",
     "date_guards": "valid_at_accuracy",
     "attributes": "attribute_accuracy",
+    "attribute_grounding": "attribute_accuracy",
 }
 """The statistic a lever is judged by when it is not edge-F1: dates from facts and the date guards
 change no edge, only validAt, so they are judged by validAt accuracy on the matched edges, and the

@@ -1,0 +1,133 @@
+"""Attribute grounding replayed on benched replies, with no model call: attribute accuracy before and after.
+
+Grounding (`modules/attribute_grounding.py`, option `attribute_grounding`) is the last step of a program
+and changes only attribute values, so applying it to a bench's post-processed edges (predictions.jsonl)
+is what the program would have returned with the option on. Each benched program is scored as it was
+(checked first: the edge and attribute counts must equal the bench's) and with grounding applied.
+Scoring is the project's own (`eval/scoring.py`); Δ is the paired bootstrap difference of attribute
+accuracy on the matched edges (`eval/paired.py`, 2000 resamples, seed 0). Each dropped value is
+listed with what it did to its slot: "fixed" (a wrong value where the gold is null), "broke" (a right
+value) or "still wrong" (another value where the gold has one).
+
+    python benchmarks/attribute_grounding_replay.py benchmarks/results/test-conversational-attributes-1.5b/chunk-* \\
+        --episodes runs/results/test-conversational.jsonl \\
+        --out benchmarks/results/test-conversational-attributes-1.5b/grounding_replay.md
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from bench_folders import add_folder_arguments, command_line, folders_of, plain_edges, write_report
+from harness import script_parser
+
+from edgewise.eval.attributes import value_key
+from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
+from edgewise.eval.matching import episode_views, match_edges
+from edgewise.eval.paired import paired_difference
+from edgewise.eval.records import EpisodeScore
+from edgewise.eval.scoring import score_episode
+from edgewise.modules.attribute_grounding import ground_attributes
+from edgewise.signatures.gold import LabeledEpisode
+from edgewise.signatures.types import Edge, ExtractionWarning
+
+
+def _gold_attributes(episode: LabeledEpisode, edges: list[Edge]) -> dict[int, dict]:
+    """Each matched prediction's gold attributes, by the prediction's index."""
+    matched = match_edges(episode_views(episode, edges), episode.edges, edges)[0]
+    return {p: episode.edges[g].attributes for p, g in matched.items()}
+
+
+def _outcome(predicted: object, gold: dict, name: str) -> str:
+    if name not in gold:
+        return "unjudged"
+    if value_key(predicted) == value_key(gold[name]):
+        return "broke"
+    return "fixed" if gold[name] is None else "still wrong"
+
+
+def _summary(scores: list[EpisodeScore]) -> str:
+    right = sum(s.attribute_right for s in scores)
+    total = sum(s.attribute_total for s in scores)
+    values = sum(s.attribute_values for s in scores)
+    supported = sum(s.attribute_supported for s in scores)
+    accuracy = f"{right / total:.3f} ({right}/{total})" if total else "-"
+    precision = f"{supported / values:.3f} ({supported}/{values})" if values else "-"
+    return f"{accuracy} | {precision}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = script_parser(__doc__)
+    add_folder_arguments(parser)
+    args = parser.parse_args(argv)
+    folders = folders_of(args)
+    lines = [
+        "# Attribute grounding replayed on benched replies",
+        "",
+        f"Command: `{command_line(__file__, argv)}`",
+        "",
+        (
+            f"{len(folders.episodes)} episodes. No model call: each program's benched edges scored as benched "
+            "and with `attribute_grounding` applied (see the script's docstring). Attribute accuracy is right "
+            "slots over the matched edges' labeled slots; precision is supported values over values written; "
+            f"Δ is the paired bootstrap difference of attribute accuracy ({DEFAULT_RESAMPLES} resamples, seed 0)."
+        ),
+        "",
+        (
+            "| model | program | as benched: accuracy | precision | grounded: accuracy | precision "
+            "| Δ accuracy [paired 95% CI] | dropped values: fixed / broke / still wrong / unjudged |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, skipped in sorted(folders.incomplete.items()):
+        lines.insert(4, f"- left out: {key[0]} {key[1]} lacks {skipped} of the episodes")
+    listed: list[str] = []
+    for (model, program), predictions in sorted(folders.runs.items()):
+        before: list[EpisodeScore] = []
+        after: list[EpisodeScore] = []
+        outcomes: Counter[str] = Counter()
+        for episode in folders.episodes:
+            prediction = predictions[episode.id]
+            edges = plain_edges(prediction)
+            score = score_episode(episode, edges)
+            if (score.tp, score.fp, score.fn) != (prediction.tp, prediction.fp, prediction.fn):
+                raise SystemExit(f"{program} {episode.id}: scored again, the counts differ from the bench's")
+            warnings: list[ExtractionWarning] = []
+            grounded = ground_attributes(edges, episode, warnings)
+            gold = _gold_attributes(episode, edges)
+            for index, (old, new) in enumerate(zip(edges, grounded, strict=True)):
+                for name in old.attributes.keys() - new.attributes.keys():
+                    outcome = _outcome(old.attributes[name], gold.get(index, {}), name)
+                    outcomes[outcome] += 1
+                    listed.append(
+                        f"| {program} | {episode.id} | {name} | {old.attributes[name]!r} "
+                        f"| {gold.get(index, {}).get(name, '-')!r} | {outcome} |"
+                    )
+            before.append(score)
+            after.append(score_episode(episode, grounded))
+        judged = sum(s.attribute_total for s in before)
+        delta = (
+            paired_difference(
+                before, after, stat="attribute_accuracy", n_resamples=DEFAULT_RESAMPLES, seed=0
+            ).text()
+            if judged
+            else "-"
+        )
+        counts = " / ".join(str(outcomes[o]) for o in ("fixed", "broke", "still wrong", "unjudged"))
+        lines.append(f"| {model} | {program} | {_summary(before)} | {_summary(after)} | {delta} | {counts} |")
+        assert stat_value(after, "edge_f1_micro") == stat_value(before, "edge_f1_micro")
+    lines += [
+        "",
+        "Each dropped value:",
+        "",
+        "| program | episode | attribute | value | gold | outcome |",
+        "|---|---|---|---|---|---|",
+        *listed,
+    ]
+    write_report("\n".join(lines) + "\n", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
