@@ -19,7 +19,13 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from bench_folders import add_folder_arguments, command_line, folders_of, plain_edges, write_report
+from bench_folders import (
+    add_folder_arguments,
+    command_line,
+    folders_of,
+    rescored,
+    write_report,
+)
 from harness import script_parser
 
 from edgewise.eval.attributes import value_key
@@ -89,10 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes: Counter[str] = Counter()
         for episode in folders.episodes:
             prediction = predictions[episode.id]
-            edges = plain_edges(prediction)
-            score = score_episode(episode, edges)
-            if (score.tp, score.fp, score.fn) != (prediction.tp, prediction.fp, prediction.fn):
-                raise SystemExit(f"{program} {episode.id}: scored again, the counts differ from the bench's")
+            edges, score = rescored(episode, prediction)
             warnings: list[ExtractionWarning] = []
             grounded = ground_attributes(edges, episode, warnings)
             gold = _gold_attributes(episode, edges)

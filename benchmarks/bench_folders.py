@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from edgewise.eval.episode_log import EpisodePrediction, read_episodes, read_predictions
+from edgewise.eval.records import EpisodeScore
+from edgewise.eval.scoring import score_episode
 from edgewise.signatures.gold import LabeledEpisode
 from edgewise.signatures.types import Edge
 
@@ -101,6 +103,18 @@ def write_report(text: str, out: Path | None) -> None:
 def plain_edges(prediction: EpisodePrediction) -> list[Edge]:
     """A prediction's edges without their verdicts, as the program returned them."""
     return [Edge.model_validate(edge.model_dump(include=set(Edge.model_fields))) for edge in prediction.edges]
+
+
+def rescored(episode: LabeledEpisode, prediction: EpisodePrediction) -> tuple[list[Edge], EpisodeScore]:
+    """The prediction's edges and their score again, which must give the bench's own edge counts (a
+    replay that starts from edges the metric would now judge otherwise would measure the metric)."""
+    edges = plain_edges(prediction)
+    score = score_episode(episode, edges)
+    if (score.tp, score.fp, score.fn) != (prediction.tp, prediction.fp, prediction.fn):
+        raise SystemExit(
+            f"{prediction.program} {episode.id}: scored again, the counts differ from the bench's"
+        )
+    return edges, score
 
 
 def command_line(script: str, argv: list[str] | None) -> str:

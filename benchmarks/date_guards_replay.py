@@ -31,7 +31,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from bench_folders import add_folder_arguments, command_line, folders_of, plain_edges, write_report
+from bench_folders import (
+    add_folder_arguments,
+    command_line,
+    folders_of,
+    plain_edges,
+    rescored,
+    write_report,
+)
 from harness import script_parser
 
 from edgewise.eval.dates import same_date
@@ -190,6 +197,20 @@ def _paired(base: Sequence[EpisodeScore], scores: Sequence[EpisodeScore]) -> str
     ).text()
 
 
+def valid_at_cells(
+    base: dict[str, list[EpisodeScore]], scores: dict[str, list[EpisodeScore]], sources: list[str]
+) -> list[str]:
+    """Per source and over all: validAt accuracy [matched edges], and its paired Δ from `base`."""
+    cells = []
+    for source in [*sources, "all"]:
+        delta = _paired(base[source], scores[source])
+        cells.append(
+            f"{_accuracy(scores[source], 'valid_at_accuracy')} [{sum(s.tp for s in scores[source])}]"
+            + ("" if delta == "-" else f" Δ {delta}")
+        )
+    return cells
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
     add_folder_arguments(parser)
@@ -227,10 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         checks = Counter[str]()
         for episode in folders.episodes:
             prediction = predictions[episode.id]
-            edges = plain_edges(prediction)
-            score = score_episode(episode, edges)
-            if (score.tp, score.fp, score.fn) != (prediction.tp, prediction.fp, prediction.fn):
-                raise SystemExit(f"{program} {episode.id}: scored again, the counts differ from the bench's")
+            edges, _ = rescored(episode, prediction)
             if fact_dates_on:
                 again = dates_from_facts(
                     edges_before_fact_dates(edges, prediction.warnings), episode.reference_time, []
@@ -267,15 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         lines += [header + " |", "|---|" + "---:|" * (len(sources) + 1)]
         base = rows["as benched"]
         for label, by_source in rows.items():
-            cells = []
-            for source in [*sources, "all"]:
-                scores = by_source[source]
-                delta = _paired(base[source], scores)
-                cells.append(
-                    f"{_accuracy(scores, 'valid_at_accuracy')} [{sum(s.tp for s in scores)}]"
-                    + ("" if delta == "-" else f" Δ {delta}")
-                )
-            lines.append(f"| {label} validAt | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {label} validAt | " + " | ".join(valid_at_cells(base, by_source, sources)) + " |"
+            )
         for label, by_source in rows.items():
             cells = [
                 f"{_accuracy(by_source[source], 'invalid_at_accuracy')} · {stat_value(by_source[source], 'edge_f1_micro'):.3f}"
@@ -339,14 +351,7 @@ def against_table(
         base = as_benched.get((model, against))
         if base is None:
             raise SystemExit(f"--against: no complete run of {against} on {model}")
-        cells = []
-        for source in [*sources, "all"]:
-            scores = by_source[source]
-            delta = _paired(base[source], scores)
-            cells.append(
-                f"{_accuracy(scores, 'valid_at_accuracy')} [{sum(s.tp for s in scores)}]"
-                + ("" if delta == "-" else f" Δ {delta}")
-            )
+        cells = valid_at_cells(base, by_source, sources)
         lines.append(f"| {model} | {program} | " + " | ".join(cells) + " |")
     return lines
 

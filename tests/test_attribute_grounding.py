@@ -115,3 +115,31 @@ def test_compile_keeps_grounding_when_it_lifts_dev_attribute_accuracy(tmp_path) 
     assert (row["lever"], row["stat"], row["kept"]) == ("attribute_grounding", "attribute_accuracy", True)
     assert row["low"] > 0 and row["dev_attribute_accuracy"] == 1.0
     assert load(tmp_path / "prog").options.attribute_grounding is True
+
+
+def test_the_replay_scores_the_bench_as_it_was_then_grounded_and_lists_each_dropped_value(capsys) -> None:
+    from benchmark_scripts import RESULTS, load_script
+
+    from edgewise.eval.bench_records import BenchReport
+
+    folders = sorted((RESULTS / "test-conversational-attributes-1.5b").glob("chunk-*"))
+    runs = [
+        r
+        for folder in folders
+        for r in BenchReport.model_validate_json((folder / "results.json").read_bytes()).runs
+        if r.program == "qwen2.5-coder-1.5b-program"
+    ]
+    script = load_script("attribute_grounding_replay")
+    assert script.main([*map(str, folders), "--programs", runs[0].program]) == 0
+    report = capsys.readouterr().out
+    (row,) = [
+        line for line in report.splitlines() if line.startswith(f"| {runs[0].model} | {runs[0].program} |")
+    ]
+    cells = [cell.strip() for cell in row.split("|")[3:-1]]
+    right = sum(r.scores.attribute_right for r in runs)
+    total = sum(r.scores.attribute_total for r in runs)
+    assert cells[0] == f"{right / total:.3f} ({right}/{total})"
+    fixed, broke, still_wrong, _ = (int(n) for n in cells[5].split(" / "))
+    assert cells[2] == f"{(right + fixed - broke) / total:.3f} ({right + fixed - broke}/{total})"
+    dropped = [line for line in report.splitlines() if line.startswith(f"| {runs[0].program} | conv-")]
+    assert len(dropped) == sum(int(n) for n in cells[5].split(" / ")) and fixed + broke + still_wrong > 0
