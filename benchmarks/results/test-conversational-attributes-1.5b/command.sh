@@ -18,3 +18,7 @@ python benchmarks/bench_in_chunks.py runs/results/test-conversational.jsonl --ch
   --models local/qwen2.5-coder-1.5b \
   --programs qwen2.5-coder-1.5b-program,runs/program-attributes-in-extraction,runs/program-attributes-per-episode \
   --baseline qwen2.5-coder-1.5b-program --seed 0
+python benchmarks/paired_from_results.py benchmarks/results/test-conversational-attributes-1.5b/chunk-* \
+  --baseline qwen2.5-coder-1.5b-program --episodes runs/results/test-conversational.jsonl \
+  --json benchmarks/results/test-conversational-attributes-1.5b/paired.json \
+  > benchmarks/results/test-conversational-attributes-1.5b/paired.md
