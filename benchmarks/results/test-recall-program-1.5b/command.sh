@@ -46,3 +46,17 @@ python benchmarks/bench_in_chunks.py runs/results/test-dialogre.jsonl --chunks 2
 python benchmarks/bench_in_chunks.py runs/results/test-150-rest.jsonl --chunks 3 \
   --chunk-dir runs/chunks/recall --out "$OUT/rest-chunk-{n}" -- \
   --models local/qwen2.5-coder-1.5b --programs qwen2.5-coder-1.5b-recall --seed 0
+# The pairs, from the bench files (no model call):
+python benchmarks/paired_from_results.py "$OUT"/conversational-chunk-* --baseline baseline-v1 \
+  --episodes runs/results/test-conversational-no-attributes.jsonl > "$OUT/paired_conversational.md"
+python benchmarks/paired_from_results.py "$OUT"/dialogre-chunk-* benchmarks/results/test-dialogre-program-1.5b \
+  --baseline baseline-v1 --episodes runs/results/test-dialogre.jsonl > "$OUT/paired_dialogre.md"
+python benchmarks/paired_from_results.py "$OUT"/conversational-chunk-* "$OUT"/dialogre-chunk-* "$OUT"/rest-chunk-* \
+  benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \
+  --baseline baseline-v1 --episodes runs/results/test-150.jsonl --json "$OUT/paired_150.json" > "$OUT/paired_150.md"
+python benchmarks/paired_from_results.py "$OUT"/conversational-chunk-* "$OUT"/dialogre-chunk-* "$OUT"/rest-chunk-* \
+  benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \
+  --baseline qwen2.5-coder-1.5b-program --episodes runs/results/test-150.jsonl >> "$OUT/paired_150.md"
+python benchmarks/date_guards_replay.py "$OUT"/conversational-chunk-* "$OUT"/dialogre-chunk-* "$OUT"/rest-chunk-* \
+  benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \
+  --against baseline-v1 --out "$OUT/valid_at_by_source.md"
