@@ -22,3 +22,6 @@ python benchmarks/paired_from_results.py benchmarks/results/test-conversational-
   --baseline qwen2.5-coder-1.5b-program --episodes runs/results/test-conversational.jsonl \
   --json benchmarks/results/test-conversational-attributes-1.5b/paired.json \
   > benchmarks/results/test-conversational-attributes-1.5b/paired.md
+python benchmarks/attribute_grounding_replay.py benchmarks/results/test-conversational-attributes-1.5b/chunk-* \
+  --episodes runs/results/test-conversational.jsonl \
+  --out benchmarks/results/test-conversational-attributes-1.5b/grounding_replay.md
