@@ -38,6 +38,7 @@ from edgewise.modules.spans import numbered, sentences, span_edge
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.transcript import Transcript, recording
 from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
+from edgewise.modules.typed_grammar import typed_reply_schemas
 from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.modules.votes import merge_votes
@@ -212,6 +213,10 @@ class EdgeExtractor(dspy.Module):
             vocabulary, inputs = episode_extraction(
                 self.extract.signature, vocabulary, inputs, episode, options, kind
             )
+            if options.typed_grammar:
+                vocabulary = typed_reply_schemas(
+                    self.extract.signature, vocabulary, episode, rule, types, (source, target, kind)
+                )
             with recording() as transcript:
                 if options.formulation == "entities":
                     raw = self._by_entity(episode, inputs, rule, types, usage, warnings)
@@ -306,7 +311,12 @@ class EdgeExtractor(dspy.Module):
             if turns is None:
                 break
             schema = exclusion_schema(
-                episode, written_triples(raw + found, episode), rule, types, forced=self.options.glean_forced
+                episode,
+                written_triples(raw + found, episode),
+                rule,
+                types,
+                forced=self.options.glean_forced,
+                typed=self.options.typed_grammar,
             )
             with (
                 recording() as this_turn,

@@ -12,12 +12,13 @@ a small model at temperature 0 answers with an empty list almost always.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from edgewise.modules.coverage import slot_types
 from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
 from edgewise.modules.transcript import note_messages
 from edgewise.modules.type_signatures import PairRule
+from edgewise.modules.typed_grammar import pair_types, typed_branches
 from edgewise.modules.vocabulary import VocabularyJSONAdapter
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.glean_edges import EARLIER_TURNS
@@ -44,35 +45,51 @@ def written_triples(raw: Iterable[ExtractedEdge], episode: Episode) -> set[Tripl
     return found
 
 
+_FACT_AND_DATES: Final[dict[str, Any]] = {
+    "fact": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
+    "validAt": NULLABLE_STRING,
+    "invalidAt": NULLABLE_STRING,
+}
+_NAME_KEYS: Final = ("sourceEntityName", "targetEntityName", "relationshipType")
+
+
 def _edge(kind: dict[str, Any], source: str, targets: list[str]) -> dict[str, Any]:
+    properties = {
+        "relationshipType": kind,
+        "sourceEntityName": {"const": source},
+        "targetEntityName": string_schema(targets),
+        **_FACT_AND_DATES,
+    }
     return {
         "type": "object",
-        "properties": {
-            "relationshipType": kind,
-            "sourceEntityName": {"const": source},
-            "targetEntityName": string_schema(targets),
-            "fact": {"type": "string", "minLength": 1, "maxLength": MAX_FACT_CHARS},
-            "validAt": NULLABLE_STRING,
-            "invalidAt": NULLABLE_STRING,
-        },
-        "required": [
-            "relationshipType",
-            "sourceEntityName",
-            "targetEntityName",
-            "fact",
-            "validAt",
-            "invalidAt",
-        ],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
 
 def exclusion_schema(
-    episode: Episode, written: set[Triple], rule: PairRule, type_names: list[str], *, forced: bool = False
+    episode: Episode,
+    written: set[Triple],
+    rule: PairRule,
+    type_names: list[str],
+    *,
+    forced: bool = False,
+    typed: bool = False,
 ) -> dict[str, Any]:
     """The JSON schema of an edge list that contains none of the `written` triples (see the module
     docstring); each source entity keeps only the types it may be the subject of. `forced`: at least
-    one edge, when any is left to write."""
+    one edge, when any is left to write. `typed`: the typed grammar's branches instead
+    (`modules.typed_grammar`), one per entity pair with the types it allows and has not written."""
+    if typed and type_names:
+        left = {
+            (source, target): [kind for kind in kinds if (source, kind, target) not in written]
+            for (source, target), kinds in pair_types(episode, rule, type_names).items()
+        }
+        typed_items = typed_branches({"properties": _FACT_AND_DATES}, _NAME_KEYS, left, type_names)
+        if typed_items is None:
+            return {"type": "array", "maxItems": 0}
+        return {"type": "array", "items": {"anyOf": typed_items}, **({"minItems": 1} if forced else {})}
     names = [entity.name for entity in episode.entities]
     branches: list[dict[str, Any]] = []
     for source in names:

@@ -43,6 +43,9 @@ class ProgramOptions(BaseModel):
       flipped, an impossible one dropped or re-typed, each with a warning (`modules.type_signatures`).
     - `unseen_types_open`: a learned signature leaves alone an edge with an entity type the train split
       never used (a user's `Place` where train says `Location`); declared signatures stay strict.
+    - `typed_grammar`: the reply grammar writes each edge's entity pair first and then offers only the
+      relationship types that may connect the pair's entity types (`modules.typed_grammar`), so the
+      model chooses a fitting type instead of writing one that `type_signatures` would drop.
     - `retype`: what becomes of an edge whose type cannot connect its entity types: `off` drops it,
       `unique` gives it the one vocabulary type that can (dropped when none or several can), `ask` puts
       one multiple-choice question per such edge to the model, all in one call (`modules.retype`).
@@ -78,6 +81,7 @@ class ProgramOptions(BaseModel):
     formulation: Formulation = "edges"
     type_signatures: bool = False
     unseen_types_open: bool = False
+    typed_grammar: bool = False
     retype: Retype = "off"
     gleaning: int = Field(default=0, ge=0, le=2)
     glean_forced: bool = False
@@ -105,6 +109,10 @@ class ProgramOptions(BaseModel):
             raise ValueError("a fact span is a reply of the edges formulation")
         if self.gleaning and self.samples > 1:
             raise ValueError("gleaning continues one reply; it cannot follow several samples")
+        if self.typed_grammar and (self.formulation != "edges" or self.attributes == "in-extraction"):
+            raise ValueError(
+                "the typed grammar shapes the edges formulation's reply, without attributes in it"
+            )
         if self.attributes == "in-extraction" and (self.formulation != "edges" or self.fact_span):
             raise ValueError(
                 "attributes in the extraction reply need the edges formulation without a fact span"

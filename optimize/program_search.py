@@ -8,7 +8,8 @@ keeps a lever only when its paired bootstrap 95% interval of dev edge-F1 against
 lies above 0, so a model gets the precision step only if the precision step helps that model.
 
 Levers are tried in a fixed order: the input order and the formulation first (every later lever is
-judged on top of them), then type signatures and what becomes of the edges they rule out, the levers
+judged on top of them), then type signatures, the typed grammar that asks each entity pair only for
+the types its entity types allow, and what becomes of the edges they rule out, the levers
 that ask the model for more (gleaning, samples), the fact as a span, dates from facts
 (post-processing only: with DSPy's cache on, their dev pass repeats cached requests), the precision
 step (one short call per episode), then gold demos. A lever with several alternatives (the
@@ -42,6 +43,7 @@ LEVERS: Final[tuple[str, ...]] = (
     "input_order",
     "formulation",
     "type_signatures",
+    "typed_grammar",
     "retype",
     "gleaning",
     "samples",
@@ -62,6 +64,7 @@ ALTERNATIVES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     # Learned signatures know only the train split's entity types: a type it never used is no
     # evidence against an edge (declared signatures stay strict).
     "type_signatures": ({"type_signatures": True, "unseen_types_open": True},),
+    "typed_grammar": ({"typed_grammar": True},),
     "retype": ({"retype": "unique"}, {"retype": "ask"}),
     "gleaning": ({"gleaning": 1}, {"gleaning": 1, "glean_forced": True}),
     "samples": ({"samples": 3, "votes": 2}, {"samples": 2, "votes": 1}),
