@@ -6,8 +6,9 @@ is what the program would have returned with the option on. Each benched program
 (checked first: the edge and attribute counts must equal the bench's) and with grounding applied.
 Scoring is the project's own (`eval/scoring.py`); Δ is the paired bootstrap difference of attribute
 accuracy on the matched edges (`eval/paired.py`, 2000 resamples, seed 0). Each dropped value is
-listed with what it did to its slot: "fixed" (a wrong value where the gold is null), "broke" (a right
-value) or "still wrong" (another value where the gold has one).
+listed with what it did to its slot: "fixed" (now right: a wrong value dropped where the gold is null,
+or the edge's own end taken out of it), "broke" (a right value made wrong), "still wrong", or
+"unjudged" (the edge was not matched, or its gold does not label the attribute).
 
     python benchmarks/attribute_grounding_replay.py benchmarks/results/test-conversational-attributes-1.5b/chunk-* \\
         --episodes runs/results/test-conversational.jsonl \\
@@ -45,12 +46,15 @@ def _gold_attributes(episode: LabeledEpisode, edges: list[Edge]) -> dict[int, di
     return {p: episode.edges[g].attributes for p, g in matched.items()}
 
 
-def _outcome(predicted: object, gold: dict, name: str) -> str:
+def _outcome(before: object, after: object, gold: dict, name: str) -> str:
+    """What grounding did to a slot: its value `before`, and `after` (None: dropped)."""
     if name not in gold:
         return "unjudged"
-    if value_key(predicted) == value_key(gold[name]):
-        return "broke"
-    return "fixed" if gold[name] is None else "still wrong"
+    was_right = value_key(before) == value_key(gold[name])
+    is_right = value_key(after) == value_key(gold[name])
+    if is_right != was_right:
+        return "fixed" if is_right else "broke"
+    return "still right" if is_right else "still wrong"
 
 
 def _summary(scores: list[EpisodeScore]) -> str:
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         (
             "| model | program | as benched: accuracy | precision | grounded: accuracy | precision "
-            "| Δ accuracy [paired 95% CI] | dropped values: fixed / broke / still wrong / unjudged |"
+            "| Δ accuracy [paired 95% CI] | changed values: fixed / broke / still wrong / still right / unjudged |"
         ),
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -100,11 +104,14 @@ def main(argv: list[str] | None = None) -> int:
             grounded = ground_attributes(edges, episode, warnings)
             gold = _gold_attributes(episode, edges)
             for index, (old, new) in enumerate(zip(edges, grounded, strict=True)):
-                for name in old.attributes.keys() - new.attributes.keys():
-                    outcome = _outcome(old.attributes[name], gold.get(index, {}), name)
+                for name, value in old.attributes.items():
+                    if new.attributes.get(name) == value:
+                        continue
+                    now = new.attributes.get(name)
+                    outcome = _outcome(value, now, gold.get(index, {}), name)
                     outcomes[outcome] += 1
                     listed.append(
-                        f"| {program} | {episode.id} | {name} | {old.attributes[name]!r} "
+                        f"| {program} | {episode.id} | {name} | {value!r} | {now!r} "
                         f"| {gold.get(index, {}).get(name, '-')!r} | {outcome} |"
                     )
             before.append(score)
@@ -117,15 +124,17 @@ def main(argv: list[str] | None = None) -> int:
             if judged
             else "-"
         )
-        counts = " / ".join(str(outcomes[o]) for o in ("fixed", "broke", "still wrong", "unjudged"))
+        counts = " / ".join(
+            str(outcomes[o]) for o in ("fixed", "broke", "still wrong", "still right", "unjudged")
+        )
         lines.append(f"| {model} | {program} | {_summary(before)} | {_summary(after)} | {delta} | {counts} |")
         assert stat_value(after, "edge_f1_micro") == stat_value(before, "edge_f1_micro")
     lines += [
         "",
-        "Each dropped value:",
+        "Each changed value (None: dropped):",
         "",
-        "| program | episode | attribute | value | gold | outcome |",
-        "|---|---|---|---|---|---|",
+        "| program | episode | attribute | value | grounded | gold | outcome |",
+        "|---|---|---|---|---|---|---|",
         *listed,
     ]
     write_report("\n".join(lines) + "\n", args.out)

@@ -3,9 +3,13 @@
 An attribute holds what the current episode states or directly entails, else null. A small model fills
 the slot anyway: a role remembered from an earlier episode ("data analyst" where this one only says
 Maya is at work), a guess ("volunteer"), the word "null" as a string, or the attribute's own
-description copied back. A value the text states is, after normalization, made of the text's words,
+description copied back. A value the text states is, after normalization, made of the text's words
+or the names of the episode's entities (whom the text calls "I" or "my sister" is one of them),
 so a text value with an item that does not occur in the episode's words is dropped, with an
-`attribute_ungrounded` warning (the option `attribute_grounding`). Numbers and booleans are left
+`attribute_ungrounded` warning (the option `attribute_grounding`). An attribute describes the
+relationship, not its two ends, so the same option takes the edge's own source or target entity out
+of a value that names it ("Leila and Fatima" as whom Leila lives with, a pet's name as its breed),
+with an `attribute_own_end` warning; a value that named nothing else is dropped. Numbers and booleans are left
 alone (a count may be written as a word), and so are values the episode spells with other words
 ("nurse" for "I work on a ward" is lost: the rule trades such values for the guesses).
 
@@ -49,33 +53,57 @@ def value_items(text: str) -> frozenset[str] | None:
 
 
 def _episode_words(episode: Episode) -> str:
-    """The episode's words, normalized as an item is (articles dropped) and space-delimited, so that
-    ` item ` finds a whole-word run."""
-    words = (word for word in _words(_folded(episode.episode_content)) if word not in _ARTICLES)
-    return " " + " ".join(words) + " "
+    """The episode's words and its entities' names (the speaker the text calls "I" is one), normalized
+    as an item is (articles dropped) and space-delimited, so that ` item ` finds a whole-word run; each
+    name stands apart, so that no run crosses from one into the next."""
+    texts = [episode.episode_content, *(entity.name for entity in episode.entities)]
+    runs = (" ".join(word for word in _words(_folded(text)) if word not in _ARTICLES) for text in texts)
+    return " " + " | ".join(runs) + " "
 
 
 def ground_attributes(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
-    """The edges with every text attribute value the episode does not state dropped, each with a warning."""
+    """The edges with their own ends taken out of their text attribute values, and every value the
+    episode does not state dropped, each change with a warning."""
     text = _episode_words(episode)
     grounded: list[Edge] = []
     for edge in edges:
         kept = {}
         for name, value in edge.attributes.items():
-            if isinstance(value, str) and not _stated(value, text):
-                warnings.append(
-                    ExtractionWarning(
-                        code="attribute_ungrounded",
-                        message=f"dropped: {name}={value!r} is not in the episode's words",
-                        edge=edge.to_json_dict(),
+            if isinstance(value, str):
+                value = _without_own_ends(edge, name, value, warnings)
+                if value is None:
+                    continue
+                if not _stated(value, text):
+                    warnings.append(
+                        ExtractionWarning(
+                            code="attribute_ungrounded",
+                            message=f"dropped: {name}={value!r} is not in the episode's words",
+                            edge=edge.to_json_dict(),
+                        )
                     )
-                )
-                continue
+                    continue
             kept[name] = value
-        grounded.append(
-            edge if len(kept) == len(edge.attributes) else edge.model_copy(update={"attributes": kept})
-        )
+        grounded.append(edge if kept == edge.attributes else edge.model_copy(update={"attributes": kept}))
     return grounded
+
+
+def _without_own_ends(edge: Edge, name: str, value: str, warnings: list[ExtractionWarning]) -> str | None:
+    """`value` without the items that name the edge's source or target; None when nothing else is left."""
+    ends = {value_items(edge.source_entity_name), value_items(edge.target_entity_name)}
+    parts = [part for part in _ITEM_SEPARATORS.split(value) if value_items(part) is not None]
+    others = [part for part in parts if value_items(part) not in ends]
+    if len(others) == len(parts):
+        return value
+    left = " and ".join(part.strip() for part in others) or None
+    warnings.append(
+        ExtractionWarning(
+            code="attribute_own_end",
+            message=f"{name}={value!r} names the edge's own "
+            + (f"end: {left!r} kept" if left else "end: dropped"),
+            edge=edge.to_json_dict(),
+        )
+    )
+    return left
 
 
 def _stated(value: str, text: str) -> bool:

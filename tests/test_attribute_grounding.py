@@ -117,7 +117,7 @@ def test_compile_keeps_grounding_when_it_lifts_dev_attribute_accuracy(tmp_path) 
     assert load(tmp_path / "prog").options.attribute_grounding is True
 
 
-def test_the_replay_scores_the_bench_as_it_was_then_grounded_and_lists_each_dropped_value(capsys) -> None:
+def test_the_replay_scores_the_bench_as_it_was_then_grounded_and_lists_each_changed_value(capsys) -> None:
     from benchmark_scripts import RESULTS, load_script
 
     from edgewise.eval.bench_records import BenchReport
@@ -139,7 +139,20 @@ def test_the_replay_scores_the_bench_as_it_was_then_grounded_and_lists_each_drop
     right = sum(r.scores.attribute_right for r in runs)
     total = sum(r.scores.attribute_total for r in runs)
     assert cells[0] == f"{right / total:.3f} ({right}/{total})"
-    fixed, broke, still_wrong, _ = (int(n) for n in cells[5].split(" / "))
+    fixed, broke, still_wrong, _, _ = (int(n) for n in cells[5].split(" / "))
     assert cells[2] == f"{(right + fixed - broke) / total:.3f} ({right + fixed - broke}/{total})"
-    dropped = [line for line in report.splitlines() if line.startswith(f"| {runs[0].program} | conv-")]
-    assert len(dropped) == sum(int(n) for n in cells[5].split(" / ")) and fixed + broke + still_wrong > 0
+    changed = [line for line in report.splitlines() if line.startswith(f"| {runs[0].program} | conv-")]
+    assert len(changed) == sum(int(n) for n in cells[5].split(" / ")) and fixed + broke + still_wrong > 0
+
+
+def test_a_value_naming_the_edges_own_end_loses_that_name_and_nothing_else() -> None:
+    content = "Alice moved in with Bob at Acme Corp's flat; her cat Acme Corp is a tabby."
+    kept, warnings = grounded(edge(with_whom="Alice and Bob", breed="Acme Corp", role="Bob"), content=content)
+    assert kept[0].attributes == {"with_whom": "Bob", "role": "Bob"}
+    assert [w.code for w in warnings] == ["attribute_own_end", "attribute_own_end"]
+    assert "'Bob' kept" in warnings[0].message and "dropped" in warnings[1].message
+
+
+def test_an_own_end_is_matched_as_the_metric_matches_values() -> None:
+    kept, warnings = grounded(edge(with_whom="alice, Bob & Chen"), content="Alice lives with Bob and Chen.")
+    assert kept[0].attributes == {"with_whom": "Bob and Chen"} and len(warnings) == 1
