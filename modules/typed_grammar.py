@@ -128,4 +128,6 @@ def _branch(
 
 
 def _one_of(values: list[str]) -> dict[str, Any]:
-    return {"type": "string", "const": values[0]} if len(values) == 1 else {"type": "string", "enum": values}
+    """A string among `values`; an `enum` even for one value, which every structured-output API takes
+    (some reject `const`) and a grammar compiles to the same literal."""
+    return {"type": "string", "enum": values}
