@@ -4,7 +4,8 @@
 # on one server. entities/: coverage by entity, on the episodes as labeled (attribute calls included).
 # typed-and-gleaning/: the typed grammar, forced gleaning and both, on the episodes without their
 # attribute schemas (extraction calls only). Its typed-glean row ran before gleaning's own grammar was
-# typed too (commit 9ccdb24): a rerun gets the typed gleaning grammar.
+# typed too (commit 9ccdb24): a rerun gets the typed gleaning grammar. --files-only writes the two
+# episode files and stops.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=benchmarks/results/dev-conversational-levers-1.5b
@@ -27,6 +28,7 @@ Path("runs/results/dev-conversational-na.jsonl").write_text(
     "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8"
 )
 PY
+[ "${1:-}" = "--files-only" ] && exit 0
 variant() { python benchmarks/program_variant.py qwen2.5-coder-1.5b-program "runs/variants/$1" "${@:2}"; }
 variant entities --set formulation=entities
 variant typed --set typed_grammar=true
