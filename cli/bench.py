@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "edge prompt, rendered by the installed graphiti-core), graphiti-structured, default (the uncompiled "
         "EdgeExtractor), baseline-v1 (the frozen one), or compiled program directories/names (default: "
         f"{','.join(DEFAULT_PROGRAMS)}, and the shipped program compiled for each model, "
-        "qwen2.5-coder-1.5b-program for local). Example: --programs graphiti-structured,baseline-v1,runs/prog",
+        "qwen2.5-coder-1.5b-program-v2 for local). Example: --programs graphiti-structured,baseline-v1,runs/prog",
     )
     parser.add_argument(
         "--baseline",

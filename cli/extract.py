@@ -51,7 +51,7 @@ these lines. --output is never the input, is locked against a second run, and is
 the model is ready. Exit status: 0 every line is a result, 2 some lines are errors, 1 nothing ran
 (usage, configuration or file error; the message is on stderr), 130 interrupted.
 
-Without --program the shipped program compiled for --model runs (qwen2.5-coder-1.5b-program on
+Without --program the shipped program compiled for --model runs (qwen2.5-coder-1.5b-program-v2 on
 the local 1.5B), and the uncompiled one (default) on any other model; a line on stderr names the
 program before the first result.
 

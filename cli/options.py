@@ -164,7 +164,7 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
 _PROGRAM_HELP: Final = (
     "compiled program directory or shipped name, or default (the uncompiled program) / seed / "
     "seed-structured / graphiti / graphiti-structured (default: the shipped program compiled for --model, "
-    "qwen2.5-coder-1.5b-program for local; default for any other model). "
+    "qwen2.5-coder-1.5b-program-v2 for local; default for any other model). "
     "Example: --program runs/prog"
 )
 

@@ -47,7 +47,7 @@ entities, referenceTime, edgeTypes, customPrompt) and returns {{"edges": [...]}}
 shape plus "warnings" and "usage". POST /v1/extract/batch takes {{"episodes": [...]}} and answers
 each item on its own. GET /healthz says the service is up and which program and model it runs; the
 OpenAPI docs are at /docs. Without --program the shipped program compiled for --model runs
-(qwen2.5-coder-1.5b-program on the local 1.5B; default elsewhere), named on stderr at start.
+(qwen2.5-coder-1.5b-program-v2 on the local 1.5B; default elsewhere), named on stderr at start.
 Set {TOKEN_ENV} to require "Authorization: Bearer <token>" on the /v1/ routes."""
 
 EXAMPLES = f"""examples:

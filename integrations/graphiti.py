@@ -92,7 +92,7 @@ class EdgewiseLLMClient(LLMClient):
     """A Graphiti `LLMClient` whose edge extraction is an edgewise program (see the module docstring).
 
     `program`: a program name or directory, as `edgewise extract --program` takes (default: the shipped
-    program compiled for `model`, `qwen2.5-coder-1.5b-program` for `local`, else `default`; the
+    program compiled for `model`, `qwen2.5-coder-1.5b-program-v2` for `local`, else `default`; the
     `program_name` attribute and an INFO line of this module's logger name it).
     `model`, `api_base`, `api_key`: the edgewise model (default `local`, started on first use and
     stopped by `close()`); `lm_options`: any other `edgewise.runtime.lm.LMConfig` field

@@ -62,7 +62,7 @@ class ProgramChoice(NamedTuple):
     why: str
 
     def notice(self) -> str:
-        """`program qwen2.5-coder-1.5b-program (the shipped program compiled for local/...)`."""
+        """`program qwen2.5-coder-1.5b-program-v2 (the shipped program compiled for local/...)`."""
         return f"program {self.name} ({self.why})"
 
 

@@ -206,7 +206,13 @@ def test_the_formulation_is_recorded_and_rebuilt_by_load(formulation: str, tmp_p
 
 @pytest.mark.parametrize(
     "name",
-    ["baseline-v1", "qwen2.5-coder-1.5b-program", "qwen2.5-coder-1.5b-gold", "qwen2.5-coder-0.5b-gold"],
+    [
+        "baseline-v1",
+        "qwen2.5-coder-1.5b-program",
+        "qwen2.5-coder-1.5b-program-v2",
+        "qwen2.5-coder-1.5b-gold",
+        "qwen2.5-coder-0.5b-gold",
+    ],
 )
 def test_shipped_programs_keep_the_per_edge_formulation(name: str) -> None:
     program = resolve_program(name)

@@ -218,6 +218,13 @@ def test_shipped_programs_keep_their_options() -> None:
     assert resolve_program("qwen2.5-coder-1.5b-program").options == ProgramOptions(
         type_signatures=True, fact_dates=True, default_types=True
     )
+    assert resolve_program("qwen2.5-coder-1.5b-program-v2").options == ProgramOptions(
+        type_signatures=True,
+        unseen_types_open=True,
+        fact_dates=True,
+        speaker_names=True,
+        default_types=True,
+    )
 
 
 # ------------------------------------------------------------------------------------------------

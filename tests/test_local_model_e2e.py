@@ -159,7 +159,7 @@ def test_the_readme_first_command_prints_the_readme_excerpt() -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "edgewise extract: program qwen2.5-coder-1.5b-program (" in run.stderr
+    assert "edgewise extract: program qwen2.5-coder-1.5b-program-v2 (" in run.stderr
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [record["id"] for record in records] == [
         json.loads(line)["id"] for line in EXAMPLES.read_text(encoding="utf-8").splitlines()

@@ -581,6 +581,6 @@ def test_the_lever_table_shows_each_levers_interval_its_statistic_and_whether_it
 def test_the_readmes_lever_table_is_the_shipped_recall_compiles_manifest() -> None:
     root = Path(__file__).resolve().parents[1]
     manifest = json.loads(
-        (root / "optimize" / "compiled" / "qwen2.5-coder-1.5b-recall" / "manifest.json").read_text()
+        (root / "optimize" / "compiled" / "qwen2.5-coder-1.5b-program-v2" / "manifest.json").read_text()
     )
     assert lever_table(manifest["notes"]["levers"]) in (root / "README.md").read_text()

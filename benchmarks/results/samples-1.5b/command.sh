@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=benchmarks/results/samples-1.5b
 bash benchmarks/results/dev-conversational-levers-1.5b/command.sh --files-only
-for spec in "2 1" "3 1" "3 2"; do
+for spec in "2 1" "3 2"; do
   set -- $spec
   python benchmarks/program_variant.py qwen2.5-coder-1.5b-program-v2 "runs/program-v2-samples-$1-votes-$2" \
     --set samples="$1" --set votes="$2"
 done
 edgewise bench --models local/qwen2.5-coder-1.5b --local-slots 3 \
-  --programs qwen2.5-coder-1.5b-program-v2,runs/program-v2-samples-2-votes-1,runs/program-v2-samples-3-votes-1,runs/program-v2-samples-3-votes-2 \
+  --programs qwen2.5-coder-1.5b-program-v2,runs/program-v2-samples-2-votes-1,runs/program-v2-samples-3-votes-2 \
   --baseline qwen2.5-coder-1.5b-program-v2 --data runs/results/dev-conversational-na.jsonl --seed 0 --out "$OUT"
