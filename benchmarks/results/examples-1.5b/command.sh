@@ -8,6 +8,6 @@ edgewise bench --models local/qwen2.5-coder-1.5b --programs default,qwen2.5-code
 edgewise extract --input data/examples/episodes.jsonl --no-progress \
   > benchmarks/results/examples-1.5b/first-run.jsonl 2> benchmarks/results/examples-1.5b/first-run.stderr
 # The same command once qwen2.5-coder-1.5b-program-v2 became the default (first-run-v2.jsonl), named
-# explicitly so that it reproduces whatever the default is:
+# explicitly so that it reruns that program whatever the default becomes:
 edgewise extract --program qwen2.5-coder-1.5b-program-v2 --input data/examples/episodes.jsonl --no-progress \
   > benchmarks/results/examples-1.5b/first-run-v2.jsonl 2> benchmarks/results/examples-1.5b/first-run-v2.stderr
