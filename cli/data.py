@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.data.loader import SPLITS
 
+if TYPE_CHECKING:
+    from edgewise.signatures.gold import LabeledEpisode
+
 HELP = "describe, validate or rebuild labeled episode files"
 DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see data/README.md).
 
-  stats     counts per split and source (episodes, edges, types, entities, dates) and a 95% interval hint
+  stats     counts per split and source (episodes, edges, types, entities, dates), a 95% interval hint,
+            and how the hand-written conversational episodes spread over genres, languages, gold
+            edges per episode and the cases they test
   validate  check files (or every *.jsonl in a folder) line by line; every problem is printed with
             its file, line and field, and the check goes on to the end (exit 2 when any is found);
             a signature type that no entity of a file has (a misspelling?) is named on stderr, once
@@ -116,10 +122,48 @@ def run_stats(args: argparse.Namespace) -> int:
         sets[str(path)] = load_episodes(path)
     print(format_table(compute_stats(sets)))
     print()
-    for name, episodes in sets.items():
-        if name not in {"train", "dev", "smoke"}:  # the sets scores are reported on
-            print(interval_hint(name, episodes))
+    hints = [
+        interval_hint(name, episodes)
+        for name, episodes in sets.items()
+        if name not in {"train", "dev", "smoke"}
+    ]
+    for hint in hints:  # for the sets scores are reported on
+        print(hint)
+    if {"train", "dev"} & set(chosen_splits(args)):
+        section = handwritten_section({name: sets[name] for name in ("train", "dev") if name in sets})
+        if section and hints:
+            print()
+        for line in section:
+            print(line)
     return 0
+
+
+def handwritten_section(sets: dict[str, list[LabeledEpisode]]) -> list[str]:
+    """The lines on the hand-written episodes: genre, language, gold edges per episode and test tags."""
+    from edgewise.data.build.conversational import GENRES, HANDWRITTEN_DIR, check_handwritten
+    from edgewise.data.stats import format_spread, handwritten_spread
+
+    handwritten, problems = check_handwritten()
+    if not handwritten:
+        return []
+    rows = handwritten_spread(handwritten, sets)
+    if rows:
+        lines = [
+            f"Hand-written conversational episodes ({HANDWRITTEN_DIR.name}/; genre is the first kind tag):",
+            "",
+            format_spread(rows, GENRES),
+        ]
+    else:
+        waiting = (
+            f"{len(handwritten)} hand-written episodes in {HANDWRITTEN_DIR.name}/, none in these splits yet"
+        )
+        lines = [f"{waiting}: `edgewise data build` appends them."]
+    if problems:
+        lines.append(
+            f"The hand-written files have {len(problems)} problem(s): "
+            "python -m edgewise.data.build.conversational --check-handwritten"
+        )
+    return lines
 
 
 def files_to_validate(paths: list[Path]) -> list[Path]:

@@ -1,7 +1,10 @@
 """Counts that describe a labeled-episode set, per split and source, and how much a test score can be trusted.
 
 The table is what the data card shows (it is pasted from `edgewise data stats`); the interval hint says
-how wide a 95% interval on edge-F1 is at the size of the set, before any model has been run on it.
+how wide a 95% interval on edge-F1 is at the size of the set, before any model has been run on it. The
+hand-written conversational episodes get a section of their own: what they were written to cover
+(genres, languages, edges per episode, the cases they test) is in their files' `kind` tags, not in
+the episode lines.
 """
 
 from __future__ import annotations
@@ -9,12 +12,28 @@ from __future__ import annotations
 import math
 from collections import Counter
 from statistics import mean
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from edgewise.signatures.gold import LabeledEpisode
 
+if TYPE_CHECKING:
+    from edgewise.data.build.conversational import HandwrittenEpisode
+
 _GRANULARITIES: Final[tuple[str, ...]] = ("year", "month", "day", "instant")
 _Z95: Final[float] = 1.96
+#: The `kind` tags of the hand-written episodes that name a case the set must cover.
+TEST_TAGS: Final[tuple[str, ...]] = (
+    "negation",
+    "cancelled_plan",
+    "ended_relation",
+    "relative_date",
+    "correction",
+    "quoted_text",
+)
+#: The tag of a hand-written episode that is not in English.
+NON_ENGLISH: Final[str] = "non_english"
+#: Gold edges per episode are counted one by one up to this many, then together.
+_EDGE_BUCKETS: Final[int] = 8
 
 
 class SetStats(NamedTuple):
@@ -116,3 +135,90 @@ def interval_hint(name: str, episodes: list[LabeledEpisode]) -> str:
         "comparison on the same episodes is tighter). Edges of one episode are correlated, so a "
         "bootstrap over episodes of real predictions (what `edgewise bench` reports) is wider than this."
     )
+
+
+class Spread(NamedTuple):
+    """How the hand-written episodes of one split (or "all") spread over what they were written to cover."""
+
+    split: str
+    episodes: int
+    conversations: int
+    edges: int
+    genres: Counter[str]
+    """Episodes per genre: the first `kind` tag."""
+    non_english: int
+    edges_per_episode: Counter[str]
+    """Episodes per number of gold edges ("0" ... "8", then "9+")."""
+    tags: Counter[str]
+    """Episodes per test tag of `TEST_TAGS`, and per "invalidAt": episodes with a gold edge that ends."""
+
+
+def _spread(split: str, items: list[tuple[HandwrittenEpisode, LabeledEpisode]]) -> Spread:
+    tags: Counter[str] = Counter()
+    for item, episode in items:
+        tags.update(tag for tag in TEST_TAGS if tag in item.kind)
+        tags["invalidAt"] += any(edge.invalid_at is not None for edge in episode.edges)
+    return Spread(
+        split=split,
+        episodes=len(items),
+        conversations=len({episode.id.rsplit("-", 1)[0] for _, episode in items}),
+        edges=sum(len(episode.edges) for _, episode in items),
+        genres=Counter(item.kind[0] for item, _ in items if item.kind),
+        non_english=sum(NON_ENGLISH in item.kind for item, _ in items),
+        edges_per_episode=Counter(
+            str(n) if (n := len(episode.edges)) <= _EDGE_BUCKETS else f"{_EDGE_BUCKETS + 1}+"
+            for _, episode in items
+        ),
+        tags=tags,
+    )
+
+
+def handwritten_spread(
+    handwritten: list[HandwrittenEpisode], sets: dict[str, list[LabeledEpisode]]
+) -> list[Spread]:
+    """One `Spread` per set that holds hand-written episodes of its declared split, then "all".
+
+    An episode counts where its id is in the set named by its file's split, and its gold edges are
+    counted from that set's line, so the section describes the files as built; empty when no set does.
+    """
+    ids = {name: {episode.id: episode for episode in episodes} for name, episodes in sets.items()}
+    by_split: dict[str, list[tuple[HandwrittenEpisode, LabeledEpisode]]] = {}
+    for item in handwritten:
+        episode = ids.get(item.split, {}).get(item.episode["id"])
+        if episode is not None:
+            by_split.setdefault(item.split, []).append((item, episode))
+    if not by_split:
+        return []
+    rows = [_spread(name, by_split[name]) for name in sets if name in by_split]
+    return [*rows, _spread("all", [pair for name in sets for pair in by_split.get(name, [])])]
+
+
+def format_spread(rows: list[Spread], genres: tuple[str, ...]) -> str:
+    """A Markdown table with one column per split: counts, and each one's share of the split's episodes."""
+
+    def line(label: str, counts: list[int], share: bool = True) -> str:
+        cells = [
+            _share(count, row.episodes) if share else str(count)
+            for count, row in zip(counts, rows, strict=True)
+        ]
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    buckets = [str(n) for n in range(_EDGE_BUCKETS + 1)] + [f"{_EDGE_BUCKETS + 1}+"]
+    lines = [
+        "| hand-written | " + " | ".join(row.split for row in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+        line("episodes", [row.episodes for row in rows], share=False),
+        line("conversations", [row.conversations for row in rows], share=False),
+        line("gold edges", [row.edges for row in rows], share=False),
+        *(line(f"genre: {genre}", [row.genres[genre] for row in rows]) for genre in genres),
+        line("language: English", [row.episodes - row.non_english for row in rows]),
+        line("language: not English", [row.non_english for row in rows]),
+        *(
+            line(f"gold edges: {bucket}", [row.edges_per_episode[bucket] for row in rows])
+            for bucket in buckets
+            if any(row.edges_per_episode[bucket] for row in rows)
+        ),
+        *(line(f"tag: {tag}", [row.tags[tag] for row in rows]) for tag in TEST_TAGS),
+        line("an edge with invalidAt", [row.tags["invalidAt"] for row in rows]),
+    ]
+    return "\n".join(lines)

@@ -10,7 +10,7 @@ from pydantic import (
 )
 
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import Edge
+from edgewise.signatures.types import CamelModel, Edge
 
 Granularity = Literal["year", "month", "day", "instant"]
 
@@ -21,6 +21,26 @@ class GoldEdge(Edge):
     aliases: list[str] = Field(default_factory=list)
     valid_at_granularity: Granularity | None = None
     invalid_at_granularity: Granularity | None = None
+
+
+class InjectedEdge(CamelModel):
+    """An edge that an injected instruction asks to be recorded: its type and its two ends."""
+
+    relationship_type: str
+    source_entity_name: str
+    target_entity_name: str
+
+
+class Injection(CamelModel):
+    """Text in an episode that a third party or a quoted source wrote, telling the reader what to record.
+
+    `text` is the injected span, verbatim from `episodeContent`; `edges` are the edges it would have a
+    memory write, none of which is a fact the speaker states. The injected-edge rate counts written
+    edges that match one of them (`edgewise.eval.injection`).
+    """
+
+    text: str
+    edges: list[InjectedEdge] = Field(default_factory=list)
 
 
 class LabeledEpisode(Episode):
@@ -37,6 +57,7 @@ class LabeledEpisode(Episode):
     license: str
     exhaustive: bool = True
     edges: list[GoldEdge] = Field(default_factory=list)
+    injections: list[Injection] = Field(default_factory=list)
 
     def episode(self) -> Episode:
         return Episode.model_validate(self.model_dump(include=set(Episode.model_fields) - {"nodes"}))

@@ -21,6 +21,12 @@ the train split's gold edges). An edge is `{"type", "source", "target", "fact", 
 that one edge, beyond the type's own) and, for a type that declares attributes, `attributes`: a value
 or null for each of them.
 
+More conversations are written by hand in `handwritten/*.json` beside this module, each file
+`{"split": "train" | "dev", "conversations": [...]}` in the layout above and labeled with the source's
+`edgeTypes`; `build_handwritten_episodes` builds them with the same checks (plus a genre as each turn's
+first `kind` tag, and conversation ids no other conversation uses), and `python -m
+edgewise.data.build.conversational --check-handwritten` prints every problem they have.
+
 Date expressions (the grammar `resolve_date` reads; granularity in brackets):
     "ref"                          the turn's reference time, for ongoing facts with no stated start [day]
     "2019", "2019-05", "2019-05-17" an absolute year [year], month [month] or day [day]
@@ -64,15 +70,16 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
+from edgewise.data.loader import check_episode
 from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.gold import Granularity, LabeledEpisode
 from edgewise.signatures.names import field_path
@@ -91,9 +98,23 @@ MIN_ENTITIES: Final[int] = 2
 MAX_ENTITIES: Final[int] = 8
 #: The hand-labeled source, shipped as package data beside this module.
 SOURCE_FILE: Final[Path] = Path(__file__).with_name("conversational_source.json")
+#: More hand-written conversations, one JSON file each group: `{"split": "train" | "dev", "conversations":
+#: [...]}` in the layout of the source's `conversations`, labeled with its `edgeTypes`. Their episodes go
+#: to the split the file declares, after the drawn ones (`splits.append_declared`).
+HANDWRITTEN_DIR: Final[Path] = Path(__file__).with_name("handwritten")
+#: What a hand-written turn is, always its first `kind` tag; `edgewise data stats` counts them.
+GENRES: Final[tuple[str, ...]] = (
+    "assistant_chat",
+    "group_chat",
+    "meeting_notes",
+    "support_ticket",
+    "email",
+    "diary",
+)
 
 #: How messages name the shipped file: by its place in the source tree, wherever the package is installed.
 _SHIPPED_LABEL: Final[str] = "data/build/conversational_source.json"
+_HANDWRITTEN_LABEL: Final[str] = "data/build/handwritten"
 # The words of the date grammar, each list as one line of words (as literals they would take a line a word).
 _WEEKDAY_WORDS: Final = "monday tuesday wednesday thursday friday saturday sunday"
 _MONTH_WORDS: Final = "january february march april may june july august september october november december"
@@ -167,6 +188,22 @@ class SourceConversation(_SourceRecord):
     user: str
     entities: dict[str, str]
     turns: tuple[SourceTurn, ...]
+
+
+class HandwrittenFile(_SourceRecord):
+    """One file of `handwritten/`: the split its episodes go to, and conversations in the source's layout."""
+
+    split: Literal["train", "dev"]
+    conversations: tuple[SourceConversation, ...]
+
+
+class HandwrittenEpisode(NamedTuple):
+    """A built hand-written episode with what the files say of it beyond the episode: split and `kind` tags."""
+
+    file: str
+    split: str
+    kind: tuple[str, ...]
+    episode: dict[str, Any]
 
 
 class SourceExample(_SourceRecord):
@@ -376,9 +413,11 @@ def _gold_edge(
     where: str,
     *,
     attributes: bool = True,
+    entity_types: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One gold edge as `LabeledEpisode` JSON; `attributes=False` for an episode whose offered types
-    declare none (the examples), so that its edges label none either."""
+    declare none (the examples), so that its edges label none either. With `entity_types`, both ends
+    must fit the type's `sourceTypes` / `targetTypes`: a LIVES_IN to an Organization is a slip."""
     edge_type = source.edge_type(raw.type)
     if edge_type is None:
         raise ConversationalSourceError(f"{where}, type: {raw.type!r} is not in edgeTypes")
@@ -387,6 +426,8 @@ def _gold_edge(
             raise ConversationalSourceError(f"{where}, {role}: {name!r} is not in this episode's entities")
     if raw.source == raw.target:
         raise ConversationalSourceError(f"{where}: source and target are both {raw.source!r}")
+    if entity_types is not None:
+        _check_signature(edge_type, raw, entity_types, where)
     valid_at, valid_granularity = _resolve_field(raw.valid_at, reference_time, f"{where}, validAt")
     invalid_at, invalid_granularity = _resolve_field(raw.invalid_at, reference_time, f"{where}, invalidAt")
     if valid_at is not None and invalid_at is not None and invalid_at < valid_at:
@@ -404,6 +445,34 @@ def _gold_edge(
         "validAtGranularity": valid_granularity,
         "invalidAtGranularity": invalid_granularity,
     }
+
+
+def _check_signature(
+    edge_type: SourceEdgeType, raw: SourceEdge, entity_types: Mapping[str, str], where: str
+) -> None:
+    for role, name, allowed in (
+        ("source", raw.source, edge_type.source_types),
+        ("target", raw.target, edge_type.target_types),
+    ):
+        if allowed is not None and entity_types.get(name) not in allowed:
+            raise ConversationalSourceError(
+                f"{where}, {role}: {name!r} is of type {entity_types.get(name)}, and {raw.type} takes"
+                f" {' or '.join(allowed)} as its {role}"
+            )
+
+
+def _reference_time(source: ConversationalSource, conversation: SourceConversation, index: int) -> datetime:
+    """The turn's time as an aware datetime: ISO 8601 with its offset ("2024-03-14T09:30:00Z")."""
+    text = conversation.turns[index - 1].time
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise ConversationalSourceError(
+            f"{source.where(conversation.id, index, 'time')}: {text!r} is not an ISO 8601 time with an offset"
+        )
+    return parsed
 
 
 def _check_turn(
@@ -435,34 +504,61 @@ def _check_turn(
             )
 
 
+def _raise(error: ConversationalSourceError) -> None:
+    raise error
+
+
+def episode_id_for(conversation: int, turn: int) -> str:
+    """Turn 2 (counted from 1) of conversation 7 is "conv-007-2"; `conversation_id` reads "conv-007" back."""
+    return f"conv-{conversation:03d}-{turn}"
+
+
 def _conversation_episodes(
-    source: ConversationalSource, conversation: SourceConversation, edge_types: list[dict[str, Any]]
+    source: ConversationalSource,
+    conversation: SourceConversation,
+    edge_types: list[dict[str, Any]],
+    report: Callable[[ConversationalSourceError], None] = _raise,
 ) -> list[dict[str, Any]]:
+    """The conversation's episodes, one a turn. Each problem goes to `report`, which raises by default; a
+    `report` that returns lets the check go on to the next edge or turn (the hand-written files' check)."""
     episodes: list[dict[str, Any]] = []
     earlier: list[str] = []
     last_time: datetime | None = None
     for index, turn in enumerate(conversation.turns, start=1):
-        reference_time = datetime.fromisoformat(turn.time)
-        if last_time is not None and reference_time < last_time:
-            raise ConversationalSourceError(
-                f"{source.where(conversation.id, index, 'time')}: earlier than turn {index - 1}"
-            )
-        last_time = reference_time
         previous = earlier[-MAX_PREVIOUS_EPISODES:]
-        _check_turn(source, conversation, index, turn, previous)
-        edges = [
-            _gold_edge(
-                source,
-                raw,
-                turn.entities,
-                reference_time,
-                source.where(conversation.id, index, f"edge {number}"),
-            )
-            for number, raw in enumerate(turn.edges, start=1)
-        ]
+        earlier.append(turn.text)
+        try:
+            _check_turn(source, conversation, index, turn, previous)
+        except ConversationalSourceError as error:
+            report(error)
+        try:
+            reference_time = _reference_time(source, conversation, index)
+            if last_time is not None and reference_time < last_time:
+                raise ConversationalSourceError(
+                    f"{source.where(conversation.id, index, 'time')}: earlier than turn {index - 1}"
+                )
+        except ConversationalSourceError as error:
+            report(error)
+            continue
+        last_time = reference_time
+        edges = []
+        for number, raw in enumerate(turn.edges, start=1):
+            try:
+                edges.append(
+                    _gold_edge(
+                        source,
+                        raw,
+                        turn.entities,
+                        reference_time,
+                        source.where(conversation.id, index, f"edge {number}"),
+                        entity_types=conversation.entities,
+                    )
+                )
+            except ConversationalSourceError as error:
+                report(error)
         episodes.append(
             {
-                "id": f"conv-{conversation.id:03d}-{index}",
+                "id": episode_id_for(conversation.id, index),
                 "source": SOURCE_NAME,
                 "license": LICENSE,
                 "exhaustive": True,
@@ -475,7 +571,6 @@ def _conversation_episodes(
                 "edges": edges,
             }
         )
-        earlier.append(turn.text)
     return episodes
 
 
@@ -498,6 +593,120 @@ def build_conversational_episodes(source: ConversationalSource | None = None) ->
     for episode in episodes:
         LabeledEpisode.model_validate(episode)
     return episodes
+
+
+def _handwritten_label(path: Path) -> str:
+    """How messages name a hand-written file: by its place in the source tree when it is a shipped one."""
+    return f"{_HANDWRITTEN_LABEL}/{path.name}" if path.parent == HANDWRITTEN_DIR else str(path)
+
+
+def _schema_place(label: str, raw: Any, location: tuple[int | str, ...]) -> str:
+    """`<file>: conversation 104, turn 2, edge 1, validAt` for a pydantic error's location in a file."""
+    rest = list(location)
+    if not (len(rest) >= 2 and rest[0] == "conversations" and isinstance(rest[1], int)):
+        return f"{label}: {field_path(location) or 'the file'}"
+    try:
+        number: Any = raw["conversations"][rest[1]]["id"]
+    except (KeyError, IndexError, TypeError):
+        number = f"#{rest[1] + 1}"
+    parts, rest = [f"{label}: conversation {number}"], rest[2:]
+    for name, word in (("turns", "turn"), ("edges", "edge")):
+        if len(rest) >= 2 and rest[0] == name and isinstance(rest[1], int):
+            parts.append(f"{word} {rest[1] + 1}")
+            rest = rest[2:]
+    if rest:
+        parts.append(field_path(tuple(rest)))
+    return ", ".join(parts)
+
+
+def _read_handwritten(path: Path, label: str, problems: list[str]) -> HandwrittenFile | None:
+    """The file's shape, or None with every problem (not only the first) added to `problems`."""
+    try:
+        raw = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        problems.append(f"{label}: invalid JSON: {error}")
+        return None
+    try:
+        return HandwrittenFile.model_validate(raw)
+    except ValidationError as error:
+        problems.extend(f"{_schema_place(label, raw, tuple(e['loc']))}: {e['msg']}" for e in error.errors())
+        return None
+
+
+def _check_kinds(source: ConversationalSource, conversation: SourceConversation) -> list[str]:
+    """Every hand-written turn names its genre first, so that `edgewise data stats` can count it."""
+    return [
+        f"{source.where(conversation.id, index, 'kind')}: the first tag must be one of {', '.join(GENRES)}"
+        for index, turn in enumerate(conversation.turns, start=1)
+        if not turn.kind or turn.kind[0] not in GENRES
+    ]
+
+
+def _handwritten_conversation(
+    source: ConversationalSource,
+    split: str,
+    conversation: SourceConversation,
+    edge_types: list[dict[str, Any]],
+    problems: list[str],
+) -> list[HandwrittenEpisode]:
+    """One hand-written conversation's episodes, with each of its problems added to `problems`."""
+    problems.extend(_check_kinds(source, conversation))
+    episodes = _conversation_episodes(
+        source, conversation, edge_types, lambda error: problems.append(str(error))
+    )
+    kinds = {
+        episode_id_for(conversation.id, n): turn.kind for n, turn in enumerate(conversation.turns, start=1)
+    }
+    for episode in episodes:
+        where = source.where(conversation.id, int(episode["id"].rsplit("-", 1)[1]))
+        try:
+            labeled = LabeledEpisode.model_validate(episode)
+        except ValidationError as error:
+            problems.append(f"{where}: {error.errors()[0]['msg']}")
+            continue
+        problems.extend(f"{where}, {field}: {reason}" for field, reason in check_episode(labeled))
+    return [HandwrittenEpisode(source.file, split, kinds[episode["id"]], episode) for episode in episodes]
+
+
+def check_handwritten(
+    folder: Path = HANDWRITTEN_DIR, main: ConversationalSource | None = None
+) -> tuple[list[HandwrittenEpisode], list[str]]:
+    """Build every `*.json` of `folder` and collect every problem, each naming file, conversation, turn
+    and field: the main source's checks, plus a genre first in `kind` and conversation ids that no other
+    conversation (of the main source or of another file) uses, since a split keeps a conversation whole.
+    """
+    main = main or shipped_source()
+    edge_types = _edge_types(main)
+    owners: dict[int, str] = {conversation.id: main.file for conversation in main.conversations}
+    built: list[HandwrittenEpisode] = []
+    problems: list[str] = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        label = _handwritten_label(path)
+        parsed = _read_handwritten(path, label, problems)
+        if parsed is None:
+            continue
+        source = ConversationalSource(edge_types=main.edge_types, conversations=parsed.conversations)
+        source._file = label
+        for conversation in parsed.conversations:
+            if conversation.id in owners:
+                problems.append(
+                    f"{source.where(conversation.id)}: id already used in {owners[conversation.id]}"
+                )
+                continue
+            owners[conversation.id] = label
+            built.extend(_handwritten_conversation(source, parsed.split, conversation, edge_types, problems))
+    return built, problems
+
+
+def build_handwritten_episodes(folder: Path = HANDWRITTEN_DIR) -> list[HandwrittenEpisode]:
+    """The hand-written episodes of `folder`, in file and conversation order; a
+    `ConversationalSourceError` that lists every problem if any file has one."""
+    built, problems = check_handwritten(folder)
+    if problems:
+        raise ConversationalSourceError(
+            f"{len(problems)} problem(s) in the hand-written files:\n" + "\n".join(problems)
+        )
+    return built
 
 
 def conversation_id(episode_id: str) -> str:
@@ -570,12 +779,42 @@ def to_jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
+def report_handwritten(folder: Path = HANDWRITTEN_DIR) -> int:
+    """Print every problem of the hand-written files (stdout) and what each file holds (stderr); 1 if any."""
+    built, problems = check_handwritten(folder)
+    for problem in problems:
+        print(problem)
+    for file in dict.fromkeys(item.file for item in built):
+        mine = [item for item in built if item.file == file]
+        edges = sum(len(item.episode["edges"]) for item in mine)
+        conversations = len({conversation_id(item.episode["id"]) for item in mine})
+        print(
+            f"{file}: {mine[0].split}, {conversations} conversations, {len(mine)} episodes, {edges} gold edges",
+            file=sys.stderr,
+        )
+    edges = sum(len(item.episode["edges"]) for item in built)
+    verdict = f"{len(problems)} problem(s)" if problems else "no problems"
+    print(f"hand-written: {len(built)} episodes, {edges} gold edges; {verdict}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the labeled episodes and/or the example file: `python -m edgewise.data.build.conversational`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the labeled episodes to this JSONL file")
     parser.add_argument("--examples", type=Path, help="write the labeled example episodes to this JSONL file")
+    parser.add_argument(
+        "--check-handwritten",
+        nargs="?",
+        const=HANDWRITTEN_DIR,
+        type=Path,
+        metavar="DIR",
+        help=f"only check the hand-written files (default {_HANDWRITTEN_LABEL}/): print every problem, "
+        "exit 1 if any",
+    )
     args = parser.parse_args(argv)
+    if args.check_handwritten is not None:
+        return report_handwritten(args.check_handwritten)
     episodes = build_conversational_episodes()
     if args.out:
         args.out.write_text(to_jsonl(episodes), encoding="utf-8")

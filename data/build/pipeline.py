@@ -2,7 +2,8 @@
 
 Each source is converted with its own fixed seed, the episodes are split by document, and each split
 is written sorted by id with one compact JSON object per line, so that rebuilding from the same raw
-files gives the same bytes.
+files gives the same bytes. The hand-written conversations (`data/build/handwritten/`) follow, in the
+split each file declares, so that adding them changes no line before them.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Final
 
 from edgewise.data.build.dialogre import build_dialogre_episodes
 from edgewise.data.build.redocred import build_redocred_episodes
-from edgewise.data.build.splits import smoke_subset, split_episodes
+from edgewise.data.build.splits import append_declared, smoke_subset, split_episodes
 from edgewise.data.build.temporal import build_tempreason_episodes, build_timeqa_episodes
 from edgewise.data.loader import SPLITS, check_episode
 from edgewise.signatures.gold import LabeledEpisode
@@ -44,14 +46,20 @@ def default_out_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "episodes"
 
 
-def conversational_episodes(log: Callable[[str], None] = print) -> list[LabeledEpisode]:
-    """The hand-written conversational episodes, or none (with a message) if that module is absent."""
+def _conversational_module(log: Callable[[str], None]) -> ModuleType | None:
     try:
-        module = importlib.import_module(CONVERSATIONAL_MODULE)
+        return importlib.import_module(CONVERSATIONAL_MODULE)
     except ModuleNotFoundError as error:
         if error.name != CONVERSATIONAL_MODULE:
             raise
         log(f"skipping source 'conversational': {CONVERSATIONAL_MODULE} is not present")
+        return None
+
+
+def conversational_episodes(log: Callable[[str], None] = print) -> list[LabeledEpisode]:
+    """The hand-written conversational episodes, or none (with a message) if that module is absent."""
+    module = _conversational_module(log)
+    if module is None:
         return []
     episodes = [LabeledEpisode.model_validate(item) for item in module.build_conversational_episodes()]
     for episode in episodes:
@@ -60,8 +68,28 @@ def conversational_episodes(log: Callable[[str], None] = print) -> list[LabeledE
     return episodes
 
 
-def build_all(raw_dir: Path, log: Callable[[str], None] = print) -> dict[str, list[LabeledEpisode]]:
-    """Convert every source and split the result into train, dev, test and smoke."""
+def handwritten_episodes(
+    folder: Path | None = None, log: Callable[[str], None] = print
+) -> dict[str, list[LabeledEpisode]]:
+    """The episodes of the hand-written files (default: the module's `handwritten/`), by declared split."""
+    module = _conversational_module(lambda _message: None)
+    if module is None:
+        return {}
+    by_split: dict[str, list[LabeledEpisode]] = {}
+    for item in module.build_handwritten_episodes(folder or module.HANDWRITTEN_DIR):
+        by_split.setdefault(item.split, []).append(LabeledEpisode.model_validate(item.episode))
+    for split, members in sorted(by_split.items()):
+        log(
+            f"hand-written ({split}): {len(members)} episodes, {sum(len(e.edges) for e in members)} gold edges"
+        )
+    return by_split
+
+
+def build_all(
+    raw_dir: Path, log: Callable[[str], None] = print, handwritten_dir: Path | None = None
+) -> dict[str, list[LabeledEpisode]]:
+    """Convert every source, split the result into train, dev, test and smoke, and append the
+    hand-written episodes (of `handwritten_dir`, default the shipped folder) to their declared splits."""
     if not raw_dir.is_dir():
         raise FileNotFoundError(f"raw data folder not found: {raw_dir} (pass --raw DIR)")
     episodes: list[LabeledEpisode] = []
@@ -75,21 +103,28 @@ def build_all(raw_dir: Path, log: Callable[[str], None] = print) -> dict[str, li
             f"conversational: {len(conversational)} episodes, {sum(len(e.edges) for e in conversational)} gold edges"
         )
     episodes.extend(conversational)
-    ids = [episode.id for episode in episodes]
+    declared = handwritten_episodes(handwritten_dir, log)
+    every = episodes + [episode for members in declared.values() for episode in members]
+    ids = [episode.id for episode in every]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"duplicate episode ids: {duplicates[:5]}")
-    problems = [f"{e.id}: {field}: {reason}" for e in episodes for field, reason in check_episode(e)]
+    problems = [f"{e.id}: {field}: {reason}" for e in every for field, reason in check_episode(e)]
     if problems:
         raise ValueError("built episodes break the file rules:\n" + "\n".join(problems[:20]))
     splits = split_episodes(episodes)
     splits["smoke"] = smoke_subset(splits["dev"])
-    return splits
+    return append_declared(splits, declared)
 
 
 def episode_line(episode: LabeledEpisode) -> str:
-    """One JSONL line: camelCase keys, nulls left out, compact, UTF-8 as is."""
+    """One JSONL line: camelCase keys, nulls and an empty `injections` left out, compact, UTF-8 as is.
+
+    Only the injection set labels injections, so the split files keep the shape they had before the field.
+    """
     data = episode.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not data.get("injections"):
+        data.pop("injections", None)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 

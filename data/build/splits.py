@@ -4,6 +4,9 @@ A document is what an episode was cut from: a Wikipedia page (shared by Re-DocRE
 TimeQA, so the same page never lands in two splits even across sources), a DialogRE dialogue, or a
 conversation of the conversational set. Its key is read from the episode id, so anyone can check
 the property on the shipped files.
+
+Episodes whose file declares their split (the hand-written conversations) are not drawn: they are
+appended to that split after the drawn ones (`append_declared`).
 """
 
 from __future__ import annotations
@@ -101,3 +104,20 @@ def smoke_subset(dev: list[LabeledEpisode], size: int = SMOKE_SIZE, seed: int = 
         )
         chosen.extend(rng.sample(rest, min(size - len(chosen), len(rest))))
     return sorted(chosen, key=lambda e: e.id)
+
+
+def append_declared(
+    splits: dict[str, list[LabeledEpisode]], declared: dict[str, list[LabeledEpisode]]
+) -> dict[str, list[LabeledEpisode]]:
+    """`splits` with each split's `declared` episodes after its drawn ones, sorted by id.
+
+    Drawing fills per-source quotas, so drawing these with the rest would move existing documents
+    between splits. Appended, they leave every drawn line where it was, and the smoke set (drawn from
+    the dev episodes before) the same.
+    """
+    unknown = sorted(set(declared) - set(splits))
+    if unknown:
+        raise ValueError(f"declared split(s) {unknown} are not among {sorted(splits)}")
+    return {
+        name: members + sorted(declared.get(name, []), key=lambda e: e.id) for name, members in splits.items()
+    }
