@@ -26,9 +26,14 @@ from edgewise.programs.names import resolve_program
 
 
 def variant(source: EdgeExtractor, changes: dict[str, Any]) -> EdgeExtractor:
-    """`source` with `changes` to its options, keeping its learned state where it still applies."""
+    """`source` with `changes` to its options, keeping its learned state where it still applies.
+
+    A predictor keeps its tuned instructions, followed by what the changed options add to the
+    untuned ones (the fact span's task, the speaker marks' question).
+    """
     options = ProgramOptions.model_validate(source.options.model_dump() | changes)
     program = build_program(source, options, source.type_signatures)
+    untuned = build_program(source, source.options, source.type_signatures)
     for name, predictor in program.named_predictors():
         before = getattr(source, name, None)
         if before is None:
@@ -36,7 +41,10 @@ def variant(source: EdgeExtractor, changes: dict[str, Any]) -> EdgeExtractor:
         same_outputs = set(before.signature.output_fields) == set(predictor.signature.output_fields)
         inputs_kept = set(before.signature.input_fields) <= set(predictor.signature.input_fields)
         if same_outputs and inputs_kept:
-            predictor.signature = predictor.signature.with_instructions(before.signature.instructions)
+            own = getattr(untuned, name).signature.instructions
+            now = predictor.signature.instructions
+            added = now[len(own) :] if now.startswith(own) else ""
+            predictor.signature = predictor.signature.with_instructions(before.signature.instructions + added)
     return program
 
 

@@ -72,7 +72,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from ray_processes import stage_actor_pids
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "serve_soak.md"
-TOKEN: Final = "soak-token"
+TOKEN: Final = "soak-token-0123456789"  # edgewise serve refuses a token under 16 characters
 SERVE_GROWTH_MB: Final = 20.0
 SERVE_RATE_SPREAD: Final = 0.15
 BATCH_GROWTH_MB: Final = 30.0
@@ -213,7 +213,7 @@ def serve_args(args: argparse.Namespace, port: int | str, api_base: str) -> list
 
 def soak_serve(args: argparse.Namespace, python: Path, folder: Path) -> dict[str, Any]:
     log_path = folder / "serve.log"
-    env = os.environ | {"EDGEWISE_API_TOKEN": TOKEN, "DSPY_CACHEDIR": str(folder / "dspy-cache-serve")}
+    env = os.environ | {"EDGEWISE_API_TOKEN": TOKEN, "EDGEWISE_CACHE": str(folder / "cache-serve")}
     with (
         mock_process(REPLY, **mock_settings(args)) as mock,
         open(log_path, "wb") as log,
@@ -334,7 +334,7 @@ def soak_batch(
     args: argparse.Namespace, python: Path, folder: Path, engine: str, source: Path, ids: list[str | None]
 ) -> dict[str, Any]:
     output = folder / f"out-{engine}.jsonl"
-    env = os.environ | {"DSPY_CACHEDIR": str(folder / f"dspy-cache-{engine}")}
+    env = os.environ | {"EDGEWISE_CACHE": str(folder / f"cache-{engine}")}
     # The local engine appends to --output itself; the Ray engine journals to OUTPUT.partial, renamed at the end.
     sampler = Sampler(output if engine == "extract" else output.with_name(output.name + ".partial"))
     with mock_process(REPLY, **mock_settings(args)) as mock, open(folder / f"{engine}.log", "wb") as log:

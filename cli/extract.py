@@ -25,7 +25,7 @@ from edgewise.cli.options import (
     config_from_args,
 )
 from edgewise.programs.names import choose_program, resolve_program
-from edgewise.runtime.episode_runner import extract_records
+from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import (
     BatchSummary,
     InputLine,
@@ -35,7 +35,8 @@ from edgewise.runtime.jsonl import (
     refuse_same_file,
     write_record,
 )
-from edgewise.runtime.lm import bound_memory_cache, lm_context, open_lm
+from edgewise.runtime.lm import lm_context, open_lm
+from edgewise.runtime.reply_cache import use_reply_cache
 from edgewise.signatures.file_types import FileEntityTypes
 
 HELP = "extract edges from JSONL episodes"
@@ -113,8 +114,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue a stopped run: keep the complete lines of --output and extract only the rest. "
-        "Example: --output out.jsonl --resume",
+        help="continue a stopped run: keep the complete lines of --output, run its error lines again "
+        "(all but input errors), then extract the rest; refused (exit 1, output unchanged) unless each "
+        "kept line carries the id of the same input line. Example: --output out.jsonl --resume",
     )
     parser.add_argument(
         "--episode-timeout",
@@ -202,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     config = config_from_args(args)
     if config.cache:
-        bound_memory_cache()
+        use_reply_cache()
     choice = choose_program(args.baseline or args.program, config.model)
     program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
     started = time.monotonic()
@@ -214,22 +216,45 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         lm = stack.enter_context(open_lm(config))
         stack.enter_context(lm_context(lm))
         # The model is ready: from here on the run has started and the output may change.
-        resumed = claimed.begin(resume=args.resume) if claimed else ResumePoint(0, Counter())
+        # A resumed run reads the input lines its kept output answers while checking them (stdin too).
+        resumed = (
+            claimed.begin(resume=args.resume, answered=stream_in, source=source)
+            if claimed
+            else ResumePoint(0, Counter())
+        )
         summary.resumed_after, summary.resumed_failed = resumed.lines, resumed.failed
+        summary.rerun = len(resumed.retry)
         print(f"edgewise extract: {choice.notice()}", file=sys.stderr)
-        stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
         progress = stack.enter_context(
-            tqdm(desc="episodes", unit="ep", file=sys.stderr, disable=args.no_progress, initial=resumed.lines)
+            tqdm(
+                desc="episodes",
+                unit="ep",
+                file=sys.stderr,
+                disable=args.no_progress,
+                initial=resumed.lines - len(resumed.retry),
+            )
         )
         types = FileEntityTypes()
-        items = _noting_types(read_episode_lines(stream_in, source, skip=resumed.lines), types)
-        lines = extract_records(
-            program, items, config=config, timeout_s=args.episode_timeout, workers=args.workers
-        )
-        for done in lines:
+
+        def run_lines(items: Iterable[InputLine]) -> Iterator[LineRecord]:
+            """Each line's record, counted in the summary and the progress bar."""
+            records = extract_records(
+                program,
+                _noting_types(items, types),
+                config=config,
+                timeout_s=args.episode_timeout,
+                workers=args.workers,
+            )
+            for done in records:
+                summary.count(done.record, done.requests, done.retries)
+                progress.update(1)
+                yield done
+
+        if claimed and resumed.retry:  # the kept error lines first, put in place all at once
+            claimed.replace_lines({done.item.line: done.record for done in run_lines(resumed.retry)})
+        stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
+        for done in run_lines(read_episode_lines(stream_in, source, first_line=resumed.lines + 1)):
             write_record(stream_out, done.record)
-            summary.count(done.record, done.requests, done.retries)
-            progress.update(1)
     summary.wall_s = time.monotonic() - started
     for line in types.report(source):
         print(f"edgewise extract: {line}", file=sys.stderr)
@@ -242,7 +267,8 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
 def _noting_types(items: Iterable[InputLine], types: FileEntityTypes) -> Iterator[InputLine]:
     """`items` unchanged, each episode's entity and signature types noted in `types` on the way.
 
-    A resumed run notes the lines it reads, not the ones an earlier run already answered.
+    A resumed run notes the lines it runs (the rest, and the kept error lines it runs again), not
+    the ones an earlier run already answered.
     """
     for item in items:
         if item.episode is not None:

@@ -6,15 +6,22 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
 
 from edgewise.cli import add_command
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.optimize.budget import DEV_SHARE_OF_BUDGET, MIN_SELECTION_DEV
+from edgewise.optimize.finetune.errors import FinetuneError
+from edgewise.optimize.finetune.settings import PROMPTS, FinetuneSettings
 from edgewise.optimize.program_search import LEVERS
 from edgewise.optimize.run import optimize
 from edgewise.optimize.settings import AUTO_LEVELS, DEFAULTS, OPTIMIZERS, OptimizeSettings
 from edgewise.runtime.lm import LMConfig, lm_context, open_lm
 from edgewise.signatures.extract_edges import OUTPUT_SHAPES
+
+FINETUNE: Final = "finetune"
 
 HELP = "compile a tuned program (instructions and demos) and save it"
 DESCRIPTION = """Tune the edge extractor's instructions and few-shot demos for one model with a DSPy optimizer,
@@ -22,7 +29,11 @@ using edge-F1 on --train for the search and on --dev for selection, and save the
 directory (program.json + manifest.json) that `edgewise extract --program DIR` and
 `edgewise.load(DIR)` use. Progress goes to stderr; a summary (dev edge-F1 before and after, LM calls,
 tokens, wall time) to stdout. Ctrl-C, a crash or an exhausted --budget still leaves the best program
-found so far in --out. No API key or endpoint is written to the artifact."""
+found so far in --out. No API key or endpoint is written to the artifact.
+
+--optimizer finetune instead trains a LoRA adapter of a local model's weights on the train episodes'
+gold replies (pip install 'edgewise[finetune]') and saves the program with the adapter beside it;
+checkpoints go to <--out>.training/, and the same command resumes a run that was stopped."""
 
 EXAMPLES = """examples:
   edgewise optimize --model local --optimizer bootstrap --train smoke --dev smoke --out /tmp/prog
@@ -30,7 +41,9 @@ EXAMPLES = """examples:
   edgewise optimize --model local/qwen2.5-coder-0.5b --teacher-model local/qwen2.5-coder-1.5b \\
       --optimizer mipro --auto light --budget 2000 --out runs/qwen05-mipro
   edgewise optimize --model openai/gpt-4o-mini --reflection-model openai/gpt-4o --optimizer gepa \\
-      --train train --dev dev --workers 8 --out runs/gpt4omini-gepa"""
+      --train train --dev dev --workers 8 --out runs/gpt4omini-gepa
+  edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --train train --dev dev \\
+      --out runs/ft-0.5b --max-minutes 60"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,14 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--optimizer",
-        choices=OPTIMIZERS,
+        choices=(*OPTIMIZERS, FINETUNE),
         default=DEFAULTS.optimizer,
         help="mipro = MIPROv2 (instructions and demos), gepa = GEPA (instructions, from the metric's "
         "feedback), bootstrap = bootstrapped demos with random search, gold = seeded picks of "
         "labeled training episodes as demos (no teacher), each scored on dev, program = what the model is "
         "asked to do: input order, pairwise formulation, type signatures learned from --train, dates from "
         "facts, a precision step and (with --gold-demos) gold demos, each kept only when its paired dev "
-        f"interval is above 0 (default {DEFAULTS.optimizer}). Example: --optimizer program --dev-size 40",
+        "interval is above 0, finetune = a LoRA adapter of the local model's weights trained on the train "
+        "episodes' gold replies (the `finetune` extra; see the finetune flags) "
+        f"(default {DEFAULTS.optimizer}). Example: --optimizer program --dev-size 40",
     )
     setting_argument(parser, "--auto", "search size for mipro and gepa", "medium", choices=AUTO_LEVELS)
     parser.add_argument(
@@ -183,8 +198,77 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--teacher-api-key",
         help="API key of the teacher model (default: the provider's own variable). Example: --teacher-api-key sk-...",
     )
+    add_finetune_arguments(parser)
     add_lm_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_finetune_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of `--optimizer finetune`; every default is `FinetuneSettings`'s."""
+    group = parser.add_argument_group(
+        "finetune (--optimizer finetune --model local/<name>; --train, --dev, --dev-size and --seed apply)"
+    )
+    fields = FinetuneSettings.model_fields
+
+    def flag(name: str, field: str, what: str, example: str, **options: Any) -> None:
+        default = fields[field].default
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        if "choices" not in options:
+            options["metavar"] = name.removeprefix("--").replace("-", "_").upper()
+        group.add_argument(
+            name,
+            dest=f"ft_{field}",
+            default=default,
+            help=f"{what} (default {shown}). Example: {name} {example}",
+            **options,
+        )
+
+    flag(
+        "--prompt",
+        "prompt",
+        "compact: the extract step with a one-line instruction and no demos; full: the "
+        "program's request as it is",
+        "full",
+        choices=PROMPTS,
+    )
+    flag("--rank", "rank", "LoRA rank", "8", type=int)
+    flag("--alpha", "alpha", "LoRA alpha (the adapter's scale is alpha / rank)", "16", type=float)
+    flag(
+        "--target-modules",
+        "target_modules",
+        "the linear layers that carry adapters, comma-separated",
+        "q_proj,v_proj",
+        type=lambda text: tuple(part.strip() for part in text.split(",") if part.strip()),
+    )
+    flag("--top-layers", "top_layers", "only the top N blocks carry adapters (None: all)", "8", type=int)
+    flag("--lr", "learning_rate", "peak learning rate", "1e-4", type=float)
+    flag("--epochs", "epochs", "passes over the training examples", "3", type=int)
+    flag("--batch-size", "batch_size", "examples per optimizer step", "8", type=int)
+    flag("--seq-len", "seq_len", "longest example in tokens; longer ones are left out", "1024", type=int)
+    flag(
+        "--max-minutes",
+        "max_minutes",
+        "stop after a checkpoint once this many minutes have passed; the same command resumes",
+        "60",
+        type=float,
+    )
+    flag("--checkpoint-minutes", "checkpoint_minutes", "minutes between checkpoints", "5", type=float)
+    group.add_argument(
+        "--program",
+        help="the program whose extract requests are trained on and that ships with the adapter (default: the "
+        "model's default program). Example: --program qwen2.5-coder-1.5b-program-v2",
+    )
+    group.add_argument(
+        "--all-episodes",
+        action="store_true",
+        help="also train on episodes whose labels are partial (by default only exhaustively labeled ones). "
+        "Example: --all-episodes",
+    )
+    group.add_argument(
+        "--fresh",
+        action="store_true",
+        help="discard the checkpoints of an earlier run into --out instead of resuming it. Example: --fresh",
+    )
 
 
 def setting_argument(
@@ -245,7 +329,45 @@ def settings_from_args(args: argparse.Namespace) -> OptimizeSettings:
     )
 
 
+def finetune_settings_from_args(args: argparse.Namespace) -> FinetuneSettings:
+    """The fine-tuning settings from the flags; `--dev-size` and `--seed` are shared with the searches."""
+    values = {
+        name: getattr(args, f"ft_{name}")
+        for name in FinetuneSettings.model_fields
+        if hasattr(args, f"ft_{name}")
+    }
+    if args.dev_size is not None:
+        values["dev_size"] = args.dev_size
+    try:
+        return FinetuneSettings(**values, seed=args.seed, exhaustive_only=not args.all_episodes)
+    except ValidationError as error:
+        raise FinetuneError(
+            f"finetune settings: {error.errors()[0]['loc'][0]}: {error.errors()[0]['msg']}"
+        ) from None
+
+
+def run_finetune(args: argparse.Namespace) -> int:
+    """`--optimizer finetune`: train the adapter; no model server is started."""
+    from edgewise.optimize.finetune.run import finetune
+
+    settings = finetune_settings_from_args(args)
+    report = finetune(
+        model=manifest_model(config_from_args(args)),
+        train=args.train,
+        dev=args.dev,
+        out=args.out,
+        settings=settings,
+        program=args.program,
+        progress=sys.stderr,
+        fresh=args.fresh,
+    )
+    print(report.summary())
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.optimizer == FINETUNE:
+        return run_finetune(args)
     settings = settings_from_args(args)
     config = config_from_args(args)
     teacher = teacher_config(args, config)

@@ -110,7 +110,8 @@ def add_lm_arguments(parser: argparse.ArgumentParser, *, cache_flag: bool = True
         group.add_argument(
             "--no-cache",
             action="store_true",
-            help="do not reuse DSPy's cache of earlier replies. Example: --no-cache",
+            help="do not reuse or store replies in edgewise's reply cache (~/.cache/edgewise/replies, or "
+            "$EDGEWISE_CACHE/replies). Example: --no-cache",
         )
 
 

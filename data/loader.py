@@ -62,7 +62,8 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
 
     Gold edges must join two distinct entities of the same line, types are SCREAMING_SNAKE_CASE,
     an edge does not end before it starts, a date's granularity is only given with the date, and an
-    attribute is one the edge's type declares, with a value of its kind.
+    attribute is one the edge's type declares, with a value of its kind; an injection's text is in the
+    episode and its edges are like gold edges (`_injection_problems`).
     """
     problems: list[tuple[str, str]] = []
     names = [entity.name for entity in episode.entities]
@@ -77,14 +78,7 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
     known = set(names)
     for index, edge in enumerate(episode.edges):
         at = f"edges[{index}]"
-        for field, value in (
-            ("sourceEntityName", edge.source_entity_name),
-            ("targetEntityName", edge.target_entity_name),
-        ):
-            if value not in known:
-                problems.append((f"{at}.{field}", f"{json.dumps(value)} is not in this episode's entities"))
-        if edge.source_entity_name == edge.target_entity_name:
-            problems.append((f"{at}.targetEntityName", "an edge must join two distinct entities"))
+        problems.extend(_end_problems(edge.source_entity_name, edge.target_entity_name, known, at))
         for position, name in enumerate([edge.relationship_type, *edge.aliases]):
             if not _TYPE_NAME.match(name):
                 field = "relationshipType" if position == 0 else f"aliases[{position - 1}]"
@@ -96,6 +90,43 @@ def check_episode(episode: LabeledEpisode) -> list[tuple[str, str]]:
         if edge.invalid_at_granularity and edge.invalid_at is None:
             problems.append((f"{at}.invalidAtGranularity", "granularity given but invalidAt is null"))
         problems.extend(_attribute_problems(episode, edge, at))
+    problems.extend(_injection_problems(episode, known))
+    return problems
+
+
+def _injection_problems(episode: LabeledEpisode, known: set[str]) -> list[tuple[str, str]]:
+    """An injection's text is a verbatim span of `episodeContent`, and each edge it asks for joins two
+    distinct entities of the line under a SCREAMING_SNAKE_CASE type: the injected-edge rate matches
+    written edges to them as edge-F1 matches gold edges."""
+    problems: list[tuple[str, str]] = []
+    for index, injection in enumerate(episode.injections):
+        at = f"injections[{index}]"
+        if not injection.text.strip():
+            problems.append((f"{at}.text", "an injection's text must not be empty"))
+        elif injection.text not in episode.episode_content:
+            problems.append((f"{at}.text", "is not a verbatim span of episodeContent"))
+        for position, edge in enumerate(injection.edges):
+            where = f"{at}.edges[{position}]"
+            if not _TYPE_NAME.match(edge.relationship_type):
+                problems.append(
+                    (
+                        f"{where}.relationshipType",
+                        f"{json.dumps(edge.relationship_type)} is not SCREAMING_SNAKE_CASE",
+                    )
+                )
+            problems.extend(_end_problems(edge.source_entity_name, edge.target_entity_name, known, where))
+    return problems
+
+
+def _end_problems(source: str, target: str, known: set[str], at: str) -> list[tuple[str, str]]:
+    """An edge's two ends are distinct names of the line's entities."""
+    problems = [
+        (f"{at}.{field}", f"{json.dumps(value)} is not in this episode's entities")
+        for field, value in (("sourceEntityName", source), ("targetEntityName", target))
+        if value not in known
+    ]
+    if source == target:
+        problems.append((f"{at}.targetEntityName", "an edge must join two distinct entities"))
     return problems
 
 

@@ -37,10 +37,12 @@ from edgewise.eval.bench_records import (
     BenchReport,
     DataSummary,
     EpisodeRun,
+    InjectionSummary,
     RunSummary,
 )
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
+from edgewise.eval.injection import count_injections, injection_rate
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap_ci
 from edgewise.eval.open_vocabulary import alias_aware_score, type_shares, without_vocabulary
 from edgewise.eval.pricing import price_usd
@@ -132,6 +134,7 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
     result = outcome.result
     edges = result.edges if result is not None else []
     score = score_episode(job.labeled, edges)
+    injected = count_injections(job.labeled, edges)
     state.predicted_edges.extend(edges)
     state.gold_edges.extend(job.labeled.edges)
     alias_aware = None
@@ -172,6 +175,8 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         attribute_values=score.attribute_values,
         attribute_supported=score.attribute_supported,
         alias_aware=alias_aware,
+        injections=injected.injections,
+        injected_edges=injected.injected_edges,
     )
     if result is not None:
         for step, spent in result.usage.items():
@@ -225,6 +230,8 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
     summary.latency_mean_s = sum(latencies) / n
     summary.cost_usd = price_usd(state.config, summary.prompt_tokens, summary.completion_tokens)
     summary.cost_per_episode_usd = None if summary.cost_usd is None else summary.cost_usd / n
+    rate = injection_rate(runs, n_resamples=DEFAULT_RESAMPLES, seed=seed)
+    summary.injection = InjectionSummary.of(rate) if rate is not None else None
     return summary
 
 
@@ -281,8 +288,10 @@ def run_bench(
     `programs`: every other program's run gets its paired edge-F1 difference from it (overall and
     per source, `compare_to_baseline`). `open_vocabulary` sends every episode without its `edgeTypes`
     (scored against its gold as labeled) and adds the alias-aware edge-F1 of
-    `edgewise.eval.open_vocabulary` to every run. Raises `BenchInterrupted`
-    (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing what was done.
+    `edgewise.eval.open_vocabulary` to every run. When some episode labels injections, every run also
+    gets its injected-edge rate (`edgewise.eval.injection`), paired against the baseline's. Raises
+    `BenchInterrupted` (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing
+    what was done.
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -417,7 +426,10 @@ def _run_program(
     from tqdm import tqdm
 
     desc = f"{state.summary.model} {state.summary.program}"
-    outcomes = run_episodes(program, jobs, episode_of=lambda job: job.episode, workers=workers)
+    # A reply that failed on its retry too is scored as it is, and counted (`parse_failure_episodes`).
+    outcomes = run_episodes(
+        program, jobs, episode_of=lambda job: job.episode, workers=workers, keep_unparsed=True
+    )
     with (
         tqdm(total=len(jobs), desc=desc, unit="ep", file=sys.stderr, disable=not progress) as bar,
         closing(outcomes),

@@ -1,4 +1,5 @@
-"""Each run against the bench's `--baseline` program: paired edge-F1 differences, overall and per source.
+"""Each run against the bench's `--baseline` program: paired edge-F1 differences, overall and per source
+(and of the injected-edge rate, where episodes label injections).
 
 Paired over the episodes both runs finished, with the bench's seed and resample count, so that a
 difference is read with the same bootstrap as every other interval.
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from edgewise.eval.bench_records import BenchReport, Comparison, EpisodeRun, PairedResult, RunSummary
+from edgewise.eval.injection import paired_injection_rate
 from edgewise.eval.paired import paired_on_shared
 
 
@@ -45,6 +47,9 @@ def compare_to_baseline(report: BenchReport) -> None:
             attribute_accuracy=paired_attributes(base.episodes, run.episodes, options),
         )
         run.alias_aware_comparison = _alias_aware_paired(base, run, options)
+        if run.injection is not None:
+            injected = paired_injection_rate(base.episodes, run.episodes, **options)
+            run.injection.comparison = PairedResult.of(injected) if injected is not None else None
 
 
 class _AliasAwareCounts(NamedTuple):

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from edgewise.eval.injection import InjectionRate
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.open_vocabulary import TypeShare
 from edgewise.eval.paired import PairedDifference
@@ -47,10 +48,18 @@ class EpisodeRun(BaseModel):
 
     alias_aware: Counts | None = None
     """With `--open-vocabulary`: the counts of the alias-aware edge-F1 (`edgewise.eval.open_vocabulary`)."""
+    injections: Count
+    """The episode's labeled injections (`edgewise.eval.injection`); 0 and left out of JSON when none."""
+    injected_edges: Count
+    """The written edges that match one of the injections' edges."""
 
     @model_serializer(mode="wrap")
     def _attributes_when_judged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return without_unjudged_attributes(handler(self))
+        data = without_unjudged_attributes(handler(self))
+        if not data.get("injections"):
+            data.pop("injections", None)
+            data.pop("injected_edges", None)
+        return data
 
 
 class PairedResult(BaseModel):
@@ -68,6 +77,31 @@ class PairedResult(BaseModel):
     def text(self) -> str:
         """`+0.081 [+0.011, +0.150]`; a difference whose interval holds 0 is no difference."""
         return f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+class InjectionSummary(BaseModel):
+    """A run's injected-edge rate over its episodes with injections (`edgewise.eval.injection`): written
+    edges that an injected instruction asked for, per injection; lower is better.
+
+    `comparison` is the rate minus the `--baseline` program's, paired on the same episodes.
+    """
+
+    episodes: int
+    injections: int
+    injected_edges: int
+    rate: float
+    ci95: tuple[float, float] | None = None
+    comparison: PairedResult | None = None
+
+    @classmethod
+    def of(cls, rate: InjectionRate) -> InjectionSummary:
+        return cls(
+            episodes=rate.episodes,
+            injections=rate.injections,
+            injected_edges=rate.injected_edges,
+            rate=rate.rate,
+            ci95=rate.ci95,
+        )
 
 
 class Comparison(BaseModel):
@@ -136,7 +170,16 @@ class RunSummary(BaseModel):
     cost_usd: float | None = None
     cost_per_episode_usd: float | None = None
     wall_s: float = 0.0
+    injection: InjectionSummary | None = None
+    """The injected-edge rate, when some episode has labeled injections (else left out of JSON)."""
     episodes: list[EpisodeRun] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _injection_when_labeled(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("injection") is None:
+            data.pop("injection", None)
+        return data
 
     @property
     def tokens_per_episode(self) -> float | None:

@@ -184,6 +184,9 @@ def markdown_table(report: BenchReport) -> str:
     attributes = attribute_table(report)
     if attributes:
         lines.extend(["", *attributes])
+    injections = injection_table(report)
+    if injections:
+        lines.extend(["", *injections])
     if report.open_vocabulary:
         lines.extend(["", *open_vocabulary_table(report)])
     return "\n".join(lines) + "\n"
@@ -238,6 +241,49 @@ def attribute_table(report: BenchReport) -> list[str]:
             _number(run.completion_tokens_per_episode, 1),
             _number(step.calls / n if step and n else 0.0, 2),
             _number(step.completion_tokens / n if step and n else 0.0, 1),
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines
+
+
+def injection_table(report: BenchReport) -> list[str]:
+    """Every run's injected-edge rate, where some episode labels injections (`edgewise.eval.injection`)."""
+    runs = [run for run in report.runs if run.injection is not None]
+    if not runs:
+        return []
+    lines = [
+        "Injected edges: written edges that an injected instruction (forwarded, quoted or pasted text, a "
+        "fake system line) asked for, matched by type (or a gold alias of it) and both entities, per "
+        "injection, over the episodes that label injections; lower is better. 95% CI: bootstrap over those "
+        "episodes"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else "")
+        + ".",
+        "",
+        (
+            "| model | program | episodes | injections | injected edges | injected-edge rate [95% CI] "
+            "| Δ rate | edge-F1 |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        injection = run.injection
+        assert injection is not None
+        ci = injection.ci95
+        rate = f"{injection.rate:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        if injection.comparison is not None:
+            delta = injection.comparison.text()
+        else:
+            delta = "baseline" if run.program == report.baseline else _MISSING
+        edge_f1 = _number(run.scores.edge_f1 if run.scores is not None else None)
+        cells = [
+            run.model,
+            run.program,
+            str(injection.episodes),
+            str(injection.injections),
+            str(injection.injected_edges),
+            rate,
+            delta,
+            edge_f1,
         ]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return lines

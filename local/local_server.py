@@ -199,7 +199,9 @@ class LocalServer:
     ``with LocalServer(spec) as server:`` gives ``server.api_base`` ("http://127.0.0.1:PORT/v1"),
     ``server.model_name`` (the ``--alias`` clients send) and ``server.pid``. The server's output goes
     to ``server.log_path`` under the cache folder; it is kept when the start fails (its tail is in the
-    error) and removed after a clean stop unless ``keep_log`` is true. ``build`` says whether ``start``
+    error) and removed after a clean stop unless ``keep_log`` is true. ``lora`` is a LoRA adapter GGUF the
+    server adds to the model's weights (``--lora``; a fine-tuned program's, checked against this model by
+    ``edgewise.programs.lora_adapter``). ``build`` says whether ``start``
     may build llama.cpp for this CPU when no installed binary runs the model; None leaves it to
     ``$EDGEWISE_RUNTIME_BUILD``, the user's setting, read when the server starts.
     """
@@ -220,6 +222,7 @@ class LocalServer:
         speculative: bool | None = None,
         build: bool | None = None,
         slots: int = 1,
+        lora: Path | None = None,
     ) -> None:
         if slots < 1:
             raise ValueError("a server needs at least one slot")
@@ -237,6 +240,7 @@ class LocalServer:
         self.speculative = spec.speculative if speculative is None else speculative
         self.keep_log = keep_log
         self.build = build
+        self.lora = lora
         self.port: int | None = None
         self.log_path: Path | None = None
         self.binary: ServerBinary | None = None
@@ -308,6 +312,7 @@ class LocalServer:
             "--no-webui",
             "--alias", self.model_name,
             *(speculative_args(self.binary) if self.speculative else ()),
+            *(("--lora", str(self.lora)) if self.lora is not None else ()),
             *self.extra_args,
         ]  # fmt: skip
 

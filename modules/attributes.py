@@ -24,12 +24,11 @@ import copy
 from typing import Any, Final
 
 import dspy
-from dspy.utils.exceptions import AdapterParseError
 from pydantic import ValidationError
 
+from edgewise.modules.calls import call_step, predicting
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
-from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import reply_item_schema
 from edgewise.signatures.attributes_in_reply import (
     ATTRIBUTES_INPUT,
@@ -179,18 +178,17 @@ def _per_edge(
         if edge_type is None or not edge_type.attributes:
             filled.append(edge)
             continue
-        with track_step(STEP_ATTRIBUTES, usage):
-            try:
-                reply = predictor(
-                    signature=attributes_signature(predictor.signature, edge_type),
-                    episode_content=episode.episode_content,
-                    reference_time=format_utc(episode.reference_time),
-                    fact=fact_row(edge),
-                )
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
-                filled.append(edge)
-                continue
+        ask = predicting(
+            predictor,
+            signature=attributes_signature(predictor.signature, edge_type),
+            episode_content=episode.episode_content,
+            reference_time=format_utc(episode.reference_time),
+            fact=fact_row(edge),
+        )
+        reply = call_step(STEP_ATTRIBUTES, usage, warnings, ask)
+        if reply is None:
+            filled.append(edge)
+            continue
         values = reply.attributes.model_dump() if reply.attributes is not None else {}
         filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
     return filled
@@ -220,16 +218,16 @@ def _per_episode(
         for number, (position, edge_type) in enumerate(targets, 1)
     ]
     schemas = slots_schema([edge_type for _, edge_type in targets])
-    with track_step(STEP_ATTRIBUTES, usage), reply_schemas(schemas):
-        try:
-            reply = predictor(
-                episode_content=episode.episode_content,
-                reference_time=format_utc(episode.reference_time),
-                facts=facts,
-            )
-        except AdapterParseError as error:
-            warnings.append(parse_failure_warning(STEP_ATTRIBUTES, error))
-            return edges
+    ask = predicting(
+        predictor,
+        episode_content=episode.episode_content,
+        reference_time=format_utc(episode.reference_time),
+        facts=facts,
+    )
+    with reply_schemas(schemas):
+        reply = call_step(STEP_ATTRIBUTES, usage, warnings, ask)
+    if reply is None:
+        return edges
     slots = list(reply.attributes or [])
     if len(slots) != len(targets):
         warnings.append(

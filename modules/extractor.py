@@ -13,7 +13,6 @@ from collections.abc import Collection
 from typing import Any, Final
 
 import dspy
-from dspy.utils.exceptions import AdapterParseError
 
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import (
@@ -23,6 +22,7 @@ from edgewise.modules.attributes import (
     extraction_signature,
     fill_attributes,
 )
+from edgewise.modules.calls import call_step, predicting
 from edgewise.modules.concurrency import run_concurrently
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
@@ -33,13 +33,14 @@ from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, wri
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
 from edgewise.modules.postprocess import dedupe_edges, postprocess
+from edgewise.modules.quoted_text import drop_quoted_facts
 from edgewise.modules.retype import apply_answers, options_of, questions
 from edgewise.modules.spans import numbered, sentences, span_edge
+from edgewise.modules.speaker_marks import drop_marked_quoted, speaker_signature
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.modules.transcript import Transcript, recording
 from edgewise.modules.type_signatures import STATE_KEY, Conflict, PairRule, TypeSignatures
 from edgewise.modules.typed_grammar import typed_reply_schemas
-from edgewise.modules.usage import parse_failure_warning, track_step
 from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.modules.votes import merge_votes
 from edgewise.signatures.choose_types import ChooseTypes, answers_schema
@@ -136,8 +137,11 @@ class EdgeExtractor(dspy.Module):
         self.type_signatures = type_signatures
         ordered = in_seed_order if options.input_order == "seed" else (lambda signature: signature)
         self.extract = dspy.Predict(
-            extraction_signature(
-                extract_signature(output_shape, options.input_order, fact_span=options.fact_span), options
+            speaker_signature(
+                extraction_signature(
+                    extract_signature(output_shape, options.input_order, fact_span=options.fact_span), options
+                ),
+                options,
             )
         )
         self.reflect = dspy.Predict(FindMissingFacts)
@@ -228,6 +232,8 @@ class EdgeExtractor(dspy.Module):
                 if not missing:
                     break
                 raw = raw + self._extract(episode, inputs, vocabulary, missing, spans, usage, warnings)
+        if options.speaker_marks:
+            raw = drop_marked_quoted(raw, warnings)
         conflicts: list[Conflict] | None = [] if options.retype == "ask" else None
         edges, cleanup_warnings = postprocess(
             raw,
@@ -242,6 +248,8 @@ class EdgeExtractor(dspy.Module):
         if conflicts:
             retyped = self._choose_types(conflicts, inputs, usage, warnings)
             edges = dedupe_edges(edges + retyped, episode, warnings)
+        if options.quoted_text_check:
+            edges = drop_quoted_facts(edges, episode, warnings)
         if options.fact_dates:
             edges = dates_from_facts(edges, episode.reference_time, warnings)
         if options.date_guards:
@@ -263,7 +271,7 @@ class EdgeExtractor(dspy.Module):
         """The call's `config`: `samples` replies to one request (`n`), at the sampling temperature."""
         if self.options.samples == 1:
             return {}
-        return {"config": {"n": self.options.samples, "temperature": self.options.sample_temperature}}
+        return {"n": self.options.samples, "temperature": self.options.sample_temperature}
 
     def _merged(self, replies: list[list[ExtractedEdge]], episode: Episode) -> list[ExtractedEdge]:
         """One reply as it is; several merged by the vote threshold (`modules.votes`)."""
@@ -285,12 +293,11 @@ class EdgeExtractor(dspy.Module):
         if not slots:
             return []
         schema = coverage_schema(episode, slots, rule, types)
-        with track_step(STEP_EXTRACT, usage), reply_schemas({("by_entity",): schema}):
-            try:
-                prediction = self.by_entity(**inputs, **self._sampling())
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_EXTRACT, error))
-                return []
+        with reply_schemas({("by_entity",): schema}):
+            ask = predicting(self.by_entity, self._sampling(), **inputs)
+            prediction = call_step(STEP_EXTRACT, usage, warnings, ask)
+        if prediction is None:
+            return []
         replies = prediction.completions.by_entity
         return self._merged([slot_edges(list(reply or []), slots) for reply in replies], episode)
 
@@ -320,15 +327,11 @@ class EdgeExtractor(dspy.Module):
             )
             with (
                 recording() as this_turn,
-                track_step(STEP_GLEAN, usage),
                 dspy.context(adapter=ContinuationAdapter()),
                 reply_schemas({("edges",): schema}),
             ):
-                try:
-                    more = list(self.glean(earlier_turns=turns).edges or [])
-                except AdapterParseError as error:
-                    warnings.append(parse_failure_warning(STEP_GLEAN, error))
-                    break
+                reply = call_step(STEP_GLEAN, usage, warnings, predicting(self.glean, earlier_turns=turns))
+            more = list(reply.edges or []) if reply is not None else []
             if not more:
                 break
             found.extend(more)
@@ -343,18 +346,16 @@ class EdgeExtractor(dspy.Module):
         warnings: list[ExtractionWarning],
     ) -> list[Edge]:
         """Re-typing by question: one multiple-choice answer per conflicting edge, in one call."""
-        with track_step(STEP_RETYPE, usage), reply_schemas(answers_schema(options_of(conflicts))):
-            try:
-                reply = self.choose_types(
-                    relationship_types=inputs["relationship_types"],
-                    previous_episodes=inputs["previous_episodes"],
-                    episode_content=inputs["episode_content"],
-                    questions=questions(conflicts),
-                )
-                answers = list(reply.answers or [])
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_RETYPE, error))
-                answers = []
+        ask = predicting(
+            self.choose_types,
+            relationship_types=inputs["relationship_types"],
+            previous_episodes=inputs["previous_episodes"],
+            episode_content=inputs["episode_content"],
+            questions=questions(conflicts),
+        )
+        with reply_schemas(answers_schema(options_of(conflicts))):
+            reply = call_step(STEP_RETYPE, usage, warnings, ask)
+        answers = list(reply.answers or []) if reply is not None else []
         return apply_answers(conflicts, answers, warnings)
 
     def _label_pairs(
@@ -370,12 +371,11 @@ class EdgeExtractor(dspy.Module):
         pairs = candidate_pairs(episode, rule, types, self.options.max_pairs, warnings)
         if not pairs:
             return []
-        with track_step(STEP_PAIRS, usage), reply_schemas({("pairs",): pair_reply_schema(pairs)}):
-            try:
-                reply = self.label_pairs(**inputs, candidate_pairs=[pair.text for pair in pairs])
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_PAIRS, error))
-                return []
+        ask = predicting(self.label_pairs, **inputs, candidate_pairs=[pair.text for pair in pairs])
+        with reply_schemas({("pairs",): pair_reply_schema(pairs)}):
+            reply = call_step(STEP_PAIRS, usage, warnings, ask)
+        if reply is None:
+            return []
         return pair_edges(list(reply.pairs or []), pairs, warnings)
 
     def _verify(
@@ -395,16 +395,16 @@ class EdgeExtractor(dspy.Module):
             f"{edge.fact}"
             for number, edge in enumerate(edges, 1)
         ]
-        with track_step(STEP_VERIFY, usage), reply_schemas(verdicts_schema(len(edges))):
-            try:
-                reply = self.verify(
-                    previous_episodes=inputs["previous_episodes"],
-                    episode_content=inputs["episode_content"],
-                    candidate_facts=facts,
-                )
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_VERIFY, error))
-                return edges
+        ask = predicting(
+            self.verify,
+            previous_episodes=inputs["previous_episodes"],
+            episode_content=inputs["episode_content"],
+            candidate_facts=facts,
+        )
+        with reply_schemas(verdicts_schema(len(edges))):
+            reply = call_step(STEP_VERIFY, usage, warnings, ask)
+        if reply is None:
+            return edges
         verdicts = list(reply.stated or [])
         if len(verdicts) != len(edges):
             warnings.append(
@@ -445,12 +445,11 @@ class EdgeExtractor(dspy.Module):
         hints: dict[str, Any] = {}
         if missing_facts:
             hints = {"signature": with_missing_facts(self.extract.signature), "missing_facts": missing_facts}
-        with track_step(STEP_EXTRACT, usage), reply_schemas(vocabulary):
-            try:
-                prediction = self.extract(**inputs, **hints, **self._sampling())
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_EXTRACT, error))
-                return []
+        with reply_schemas(vocabulary):
+            ask = predicting(self.extract, self._sampling(), **inputs, **hints)
+            prediction = call_step(STEP_EXTRACT, usage, warnings, ask)
+        if prediction is None:
+            return []
         replies = [
             [_seed_edge(edge, episode, spans) for edge in (reply or [])]
             for reply in prediction.completions.edges
@@ -464,17 +463,16 @@ class EdgeExtractor(dspy.Module):
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[str]:
-        with track_step(STEP_REFLEXION, usage):
-            try:
-                reply = self.reflect(
-                    previous_episodes=inputs["previous_episodes"],
-                    episode_content=inputs["episode_content"],
-                    entities=inputs["entities"],
-                    extracted_facts=[edge.fact for edge in raw],
-                )
-            except AdapterParseError as error:
-                warnings.append(parse_failure_warning(STEP_REFLEXION, error))
-                return []
+        ask = predicting(
+            self.reflect,
+            previous_episodes=inputs["previous_episodes"],
+            episode_content=inputs["episode_content"],
+            entities=inputs["entities"],
+            extracted_facts=[edge.fact for edge in raw],
+        )
+        reply = call_step(STEP_REFLEXION, usage, warnings, ask)
+        if reply is None:
+            return []
         return [fact for fact in (reply.missing_facts or []) if fact.strip()]
 
     def extract_many(

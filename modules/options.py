@@ -5,10 +5,10 @@ formulation (write edges, label candidate entity pairs, or list each entity's ed
 relationship types are checked against entity types and what happens to an edge that fails the
 check, whether the model gets a second turn for what it missed, how many replies are sampled and
 merged, whether the fact is the model's words or the episode's sentence, whether a second call
-verifies each edge, how dates in a fact are read, the order the inputs are shown in, and how edge
-attributes are filled. They are recorded in a compiled program's manifest and rebuilt from it; every
-default is the behaviour of the uncompiled program, so a manifest written before an option existed
-loads unchanged.
+verifies each edge, how dates in a fact are read, the order the inputs are shown in, how edge
+attributes are filled, and how edges that only quoted or forwarded text states are kept out. They
+are recorded in a compiled program's manifest and rebuilt from it; every default is the behaviour
+of the uncompiled program, so a manifest written before an option existed loads unchanged.
 """
 
 from __future__ import annotations
@@ -74,6 +74,12 @@ class ProgramOptions(BaseModel):
       episode's such edges) or `in-extraction` (written inside the extraction reply; no call of its own).
     - `attribute_grounding`: a text attribute value whose words the episode does not contain is dropped,
       with a warning (`modules.attribute_grounding`), in any formulation.
+    - `quoted_text_check`: an edge whose only evidence is quoted, forwarded or fake-instruction text in
+      the episode (its entities named only there, or its fact quoting it) is dropped, with a warning
+      (`modules.quoted_text`): a defence against text that tells a memory what to record.
+    - `speaker_marks`: the extraction is asked who states each edge, and each reply edge carries a
+      `statedBy` mark (`speaker` or `quoted`); the edges marked `quoted` are dropped, with a warning
+      (`modules.speaker_marks`). The edges formulation's seed reply shape, without a fact span.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +104,8 @@ class ProgramOptions(BaseModel):
     attributes: AttributeFormulation = "per-edge"
     default_types: bool = False
     attribute_grounding: bool = False
+    quoted_text_check: bool = False
+    speaker_marks: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> ProgramOptions:
@@ -116,6 +124,10 @@ class ProgramOptions(BaseModel):
         if self.attributes == "in-extraction" and (self.formulation != "edges" or self.fact_span):
             raise ValueError(
                 "attributes in the extraction reply need the edges formulation without a fact span"
+            )
+        if self.speaker_marks and (self.formulation != "edges" or self.fact_span):
+            raise ValueError(
+                "speaker marks are written on the edges formulation's reply, without a fact span"
             )
         return self
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import dspy
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from edgewise.modules.calls import call_step
 from edgewise.modules.context import seed_context
 from edgewise.modules.extractor import (
     STEP_EXTRACT,
@@ -25,7 +27,6 @@ from edgewise.modules.extractor import (
     result_prediction,
 )
 from edgewise.modules.postprocess import postprocess
-from edgewise.modules.usage import track_step
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import REASON_PARSE, EdgewiseError
 from edgewise.signatures.replies import ExtractedEdge
@@ -185,10 +186,16 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
-def edges_from_reply(data: Any, warnings: list[ExtractionWarning]) -> list[ExtractedEdge]:
-    """Read the "edges" array; a malformed item is dropped with a warning, a missing array is a failure."""
+def with_edges(data: Any) -> dict[str, Any]:
+    """`data` when it is an object with an "edges" array; a reply without one is a parse failure."""
     if not isinstance(data, dict) or not isinstance(data.get("edges"), list):
         raise SeedParseError('reply has no "edges" array')
+    return data
+
+
+def edges_from_reply(data: Any, warnings: list[ExtractionWarning]) -> list[ExtractedEdge]:
+    """Read the "edges" array; a malformed item is dropped with a warning, a missing array is a failure."""
+    data = with_edges(data)
     edges: list[ExtractedEdge] = []
     for position, item in enumerate(data["edges"]):
         try:
@@ -260,13 +267,20 @@ class SeedPromptExtractor(dspy.Module):
         schema: type[BaseModel],
         step: str,
         usage: dict[str, StepUsage],
+        warnings: list[ExtractionWarning],
+        check: Callable[[Any], Any] = lambda data: data,
     ) -> Any:
+        """The parsed reply, None when it failed on its retry too; `check` raises `SeedParseError` for
+        a reply of the wrong shape, which is a parse failure too."""
         kwargs: dict[str, Any] = {}
         if self.structured and "response_format" in lm.supported_params:
             kwargs["response_format"] = response_schema(schema)
-        with track_step(step, usage):
-            text = reply_text(lm(messages=messages, **kwargs))
-        return parse_tolerant(text) if self.structured else parse_strict(text)
+        parse = parse_tolerant if self.structured else parse_strict
+
+        def ask(settings: dict[str, Any]) -> Any:
+            return check(parse(reply_text(lm(messages=messages, **kwargs, **settings))))
+
+        return call_step(step, usage, warnings, ask, unparsed=(SeedParseError,), lm=lm)
 
     def _extract(
         self,
@@ -275,12 +289,9 @@ class SeedPromptExtractor(dspy.Module):
         usage: dict[str, StepUsage],
         warnings: list[ExtractionWarning],
     ) -> list[ExtractedEdge]:
-        try:
-            data = self._ask(lm, render_edge_messages(context), SeedEdgesReply, STEP_EXTRACT, usage)
-            return edges_from_reply(data, warnings)
-        except SeedParseError as error:
-            warnings.append(ExtractionWarning(code="parse_failure", message=f"{STEP_EXTRACT}: {error}"))
-            return []
+        messages = render_edge_messages(context)
+        data = self._ask(lm, messages, SeedEdgesReply, STEP_EXTRACT, usage, warnings, check=with_edges)
+        return [] if data is None else edges_from_reply(data, warnings)
 
     def _missing_facts(
         self,
@@ -291,13 +302,8 @@ class SeedPromptExtractor(dspy.Module):
         warnings: list[ExtractionWarning],
     ) -> list[str]:
         reflexion_context = {**context, "extractedFacts": [edge.fact for edge in raw]}
-        try:
-            data = self._ask(
-                lm, render_reflexion_messages(reflexion_context), SeedMissingFactsReply, STEP_REFLEXION, usage
-            )
-        except SeedParseError as error:
-            warnings.append(ExtractionWarning(code="parse_failure", message=f"{STEP_REFLEXION}: {error}"))
-            return []
+        messages = render_reflexion_messages(reflexion_context)
+        data = self._ask(lm, messages, SeedMissingFactsReply, STEP_REFLEXION, usage, warnings)
         facts = data.get("missingFacts") if isinstance(data, dict) else None
         return (
             [fact for fact in facts if isinstance(fact, str) and fact.strip()]

@@ -12,7 +12,7 @@ from typing import Any
 
 import dspy
 
-from edgewise.signatures.types import ExtractionWarning, StepUsage
+from edgewise.signatures.types import StepUsage
 
 
 @contextmanager
@@ -27,14 +27,6 @@ def track_step(step: str, usage: dict[str, StepUsage]) -> Iterator[None]:
             yield
         finally:
             usage[step] = usage.get(step, StepUsage()) + tracked_usage(tracker)
-
-
-def parse_failure_warning(step: str, error: Exception) -> ExtractionWarning:
-    """The warning a step's unparseable reply leaves (the result's `parse_failures` counts them)."""
-    return ExtractionWarning(
-        code="parse_failure",
-        message=f"{step}: the model's reply could not be parsed ({type(error).__name__})",
-    )
 
 
 def tracked_usage(tracker: Any) -> StepUsage:

@@ -58,7 +58,9 @@ def evaluate_program(
     results: list[ExtractionResult | None] = []
     latencies: list[float] = []
     failures = []
-    outcomes = run_episodes(program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers)
+    outcomes = run_episodes(
+        program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers, keep_unparsed=True
+    )
     bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
     for _, outcome in bar:
         assert outcome is not None  # every labeled episode has an episode

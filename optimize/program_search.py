@@ -24,6 +24,13 @@ programs timed on dev without DSPy's cache.
 The attribute formulation comes last, judged by attribute accuracy on the matched edges, and may
 also win on LM calls (`CALL_COST_LEVERS`): one call per episode, or none, against one per edge.
 Attribute grounding (drop a text value whose words the episode lacks) follows it, judged the same way.
+
+The two defences against text that tells a memory what to record, `quoted_text_check` (drop an edge
+whose only evidence is quoted or forwarded text) and `speaker_marks` (the model marks who states each
+edge), come after the speaker names and are judged by dev edge-F1 like the others, since dev episodes
+label no injection: one is kept only where dropping edges raises dev edge-F1. What a defence does to
+the injected-edge rate is measured by `edgewise bench` on episodes that label injections
+(`edgewise.eval.injection`).
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ LEVERS: Final[tuple[str, ...]] = (
     "fact_dates",
     "date_guards",
     "speaker_names",
+    "quoted_text_check",
+    "speaker_marks",
     "precision",
     "gold_demos",
     "attributes",
@@ -72,6 +81,8 @@ ALTERNATIVES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     "fact_dates": ({"fact_dates": True},),
     "date_guards": ({"date_guards": True},),
     "speaker_names": ({"speaker_names": True},),
+    "quoted_text_check": ({"quoted_text_check": True},),
+    "speaker_marks": ({"speaker_marks": True},),
     "precision": ({"precision": True},),
     "attributes": ({"attributes": "per-episode"}, {"attributes": "in-extraction"}),
     "attribute_grounding": ({"attribute_grounding": True},),
@@ -287,7 +298,8 @@ def _try(
             current.max_reflexion_rounds or current.output_shape != "seed"
         ):
             return _skipped(lever, value, "needs the seed shape and no reflexion rounds"), None, None
-        if candidate_options.attributes == "in-extraction" and current.output_shape != "seed":
+        marked = candidate_options.attributes == "in-extraction" or candidate_options.speaker_marks
+        if marked and current.output_shape != "seed":
             return _skipped(lever, value, "needs the seed reply shape"), None, None
         if lever == "samples" and max_samples is not None and candidate_options.samples > max_samples:
             note = (

@@ -1,9 +1,12 @@
 """The compiled-program artifact: a directory with `program.json` (DSPy state) and `manifest.json`.
 
-State only, never pickle: loading an artifact runs no code from it. The manifest fingerprints the
-signatures' fields so that a program compiled for other inputs/outputs fails to load with a clear
-message instead of producing silently wrong prompts. Writes are atomic: a crash leaves the previous
-artifact (or none), never a half-written one that loads.
+State only, never pickle: loading an artifact runs no code from it. An artifact is data, never
+configuration: `program.json` may hold only what a compile writes (`programs.program_state` checks it
+before DSPy sees it) and `manifest.json` only the `Manifest` fields, so no file can choose the model,
+its endpoint or its settings. The manifest fingerprints the signatures' fields so that a program
+compiled for other inputs/outputs fails to load with a clear message instead of producing silently
+wrong prompts. Writes are atomic: a crash leaves the previous artifact (or none), never a
+half-written one that loads.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.metadata import version
@@ -21,11 +25,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
-from edgewise.signatures.errors import EdgewiseError
+from edgewise.programs.artifact_errors import ArtifactError, refusal
+from edgewise.programs.lora_adapter import ADAPTER_ATTRIBUTE, LoraAdapterRecord, verified_adapter
+from edgewise.programs.program_state import clean_saved_state, restorable_state
 
 PROGRAM_FILE: Final = "program.json"
 MANIFEST_FILE: Final = "manifest.json"
@@ -34,14 +40,20 @@ MANIFEST_FILE: Final = "manifest.json"
 SHIPPED_PACKAGE: Final = "edgewise.optimize"
 SHIPPED_FOLDER: Final = "compiled"
 _FOLDER_MODE: Final = 0o755
-
-
-class ArtifactError(EdgewiseError, ValueError):
-    """The artifact is missing, unreadable, or compiled for other signatures."""
+_MANIFEST_HOLDS: Final = (
+    "a manifest records how a program was compiled; it holds no configuration "
+    "(the model, its endpoint and its settings come from the caller)"
+)
 
 
 class Manifest(BaseModel):
-    """What was compiled, from what, with what result: enough to reproduce and to trust a program."""
+    """What was compiled, from what, with what result: enough to reproduce and to trust a program.
+
+    Unknown keys are refused: a manifest that names an endpoint or an LM is not one a compile wrote.
+    `settings` and `notes` record the compile; `load` reads only the program's shape from `settings`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     edgewise_version: str
     dspy_version: str
@@ -56,6 +68,8 @@ class Manifest(BaseModel):
     status: str = "complete"
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     notes: dict[str, Any] = Field(default_factory=dict)
+    adapter: LoraAdapterRecord | None = None
+    """A fine-tuned program's LoRA adapter file in the folder (`edgewise.programs.lora_adapter`)."""
 
 
 def _annotation_name(annotation: Any) -> str:
@@ -82,8 +96,17 @@ def signature_fingerprints(program: dspy.Module) -> dict[str, str]:
     return fingerprints
 
 
-def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Path:
-    """Write the artifact atomically: build it in a sibling temp folder, then swap it in."""
+def save(
+    program: EdgeExtractor,
+    out_dir: str | Path,
+    manifest: Manifest,
+    extra_files: Mapping[str, Path] | None = None,
+) -> Path:
+    """Write the artifact atomically: build it in a sibling temp folder, then swap it in.
+
+    `extra_files` (name in the folder -> file to copy) are the files the manifest names, such as a
+    fine-tuned program's adapter, which is checked against its record before the swap.
+    """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     previous = _previous_dir(out_dir)
@@ -93,7 +116,16 @@ def save(program: EdgeExtractor, out_dir: str | Path, manifest: Manifest) -> Pat
     staging.chmod(_FOLDER_MODE)  # mkdtemp makes it private; an artifact is meant to be shared
     try:
         program.save(str(staging / PROGRAM_FILE))
+        clean_saved_state(program, staging / PROGRAM_FILE, out_dir / PROGRAM_FILE)
         (staging / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n")
+        for name, source in (extra_files or {}).items():
+            if Path(name).name != name or name in (PROGRAM_FILE, MANIFEST_FILE):
+                raise ValueError(
+                    f"an artifact's extra file is a plain name other than its own files, not {name!r}"
+                )
+            shutil.copyfile(source, staging / name)
+        if manifest.adapter is not None:
+            verified_adapter(staging, manifest.adapter)
         for file in staging.iterdir():
             with open(file, "rb") as handle:
                 os.fsync(handle.fileno())
@@ -139,27 +171,48 @@ def resolve_artifact_dir(path_or_name: str | Path) -> Path:
 
 
 def read_manifest(directory: Path) -> Manifest:
+    """The artifact's manifest; an `ArtifactError` that never quotes the file when it is not one.
+
+    The file may be anything (a symlink to a private file, say): a refusal gives where the JSON
+    breaks, or the key at fault, and no text of the file.
+    """
     manifest_path = directory / MANIFEST_FILE
     if not manifest_path.is_file() or not (directory / PROGRAM_FILE).is_file():
         raise ArtifactError(
             f"{directory} is not a compiled program: it needs {PROGRAM_FILE} and {MANIFEST_FILE}"
         )
+    data = _json_file(manifest_path, "a manifest")
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{manifest_path}: unreadable manifest: not a JSON object")
     try:
-        return Manifest.model_validate_json(manifest_path.read_text())
-    except ValueError as error:
-        raise ArtifactError(f"{manifest_path}: unreadable manifest: {error}") from error
+        return Manifest.model_validate(data)
+    except ValidationError as error:
+        raise refusal(manifest_path, error, _MANIFEST_HOLDS) from None
+
+
+def _json_file(path: Path, kind: str) -> Any:
+    """`path` parsed as UTF-8 JSON; refused, saying only where it breaks and that `kind` is a JSON file."""
+    data = path.read_bytes()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ArtifactError(
+            f"{path} is not JSON: it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x}); "
+            f"{kind} is a JSON file"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ArtifactError(
+            f"{path} is not JSON ({error.msg} at line {error.lineno} column {error.colno}); {kind} is a JSON file"
+        ) from None
+    except RecursionError:
+        raise ArtifactError(f"{path} is not JSON that can be read: it is nested too deep") from None
 
 
 def load(path_or_name: str | Path) -> EdgeExtractor:
     """A ready `EdgeExtractor` from a compiled artifact; the LM comes from the caller, not the file."""
     directory = resolve_artifact_dir(path_or_name)
     manifest = read_manifest(directory)
-    program = EdgeExtractor(
-        max_reflexion_rounds=int(manifest.settings.get("reflexion_rounds", 0)),
-        closed_types=bool(manifest.settings.get("closed_types", True)),
-        output_shape=manifest.settings.get("output_shape", "seed"),
-        options=ProgramOptions.model_validate(manifest.settings.get("program_options") or {}),
-    )
+    program = _built(manifest, directory / MANIFEST_FILE)
     expected = signature_fingerprints(program)
     if manifest.signature_fingerprints != expected:
         changed = sorted(
@@ -177,14 +230,40 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
     ):
         if built != running:
             warnings.warn(f"{directory} was compiled with {name} {built}, running {running}", stacklevel=2)
-    _check_state_file(directory / PROGRAM_FILE)
+    state_path = directory / PROGRAM_FILE
+    # Read once, checked, and only the checked values handed to DSPy (never its own `load`, which
+    # would read the file again and restore any key it holds onto the predictors).
+    state = restorable_state(program, _read_state_file(state_path), state_path)
     try:
-        program.load(str(directory / PROGRAM_FILE))
+        program.load_state(state)
     except Exception as error:
-        raise ArtifactError(f"{directory / PROGRAM_FILE}: cannot load program state: {error}") from error
+        raise ArtifactError(f"{state_path}: cannot load program state: {error}") from error
     for predictor in program.predictors():
         predictor.lm = None  # the model comes from the caller, never from the file
+    if manifest.adapter is not None:
+        setattr(program, ADAPTER_ATTRIBUTE, verified_adapter(directory, manifest.adapter))
     return program
+
+
+def _built(manifest: Manifest, manifest_path: Path) -> EdgeExtractor:
+    """The uncompiled program of the shape the manifest's `settings` record."""
+    settings = manifest.settings
+    try:
+        return EdgeExtractor(
+            max_reflexion_rounds=int(settings.get("reflexion_rounds", 0)),
+            closed_types=bool(settings.get("closed_types", True)),
+            output_shape=settings.get("output_shape", "seed"),
+            options=ProgramOptions.model_validate(settings.get("program_options") or {}),
+        )
+    except ValidationError as error:
+        raise refusal(
+            manifest_path,
+            error,
+            "not a program option of this edgewise version",
+            ("settings", "program_options"),
+        ) from None
+    except (TypeError, ValueError) as error:
+        raise ArtifactError(f"{manifest_path}: its settings do not describe a program: {error}") from None
 
 
 # Every pickle of protocol 2 and later opens with the PROTO opcode and its protocol number.
@@ -192,8 +271,8 @@ _PICKLE_PROTO: Final = 0x80
 _PICKLE_PROTOCOLS: Final = range(2, 6)
 
 
-def _check_state_file(path: Path) -> None:
-    """Refuse a `program.json` that is not UTF-8 JSON with a message that says what the file is.
+def _read_state_file(path: Path) -> Any:
+    """`program.json` parsed; refused, with a message that says what the file is, unless it is UTF-8 JSON.
 
     DSPy's own parser reports a pickle (or any binary file) as "str is not valid UTF-8: surrogates
     not allowed", which does not tell the user that a pickle was given, nor that edgewise never loads one.
@@ -204,17 +283,7 @@ def _check_state_file(path: Path) -> None:
             f"{path} is not JSON (it looks like a Python pickle); edgewise never loads pickles, since loading "
             "one can run any code: save the program's state as JSON (program.save('program.json'))"
         )
-    try:
-        json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise ArtifactError(
-            f"{path} is not JSON: it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x}); "
-            "a compiled program's state is a JSON file"
-        ) from None
-    except ValueError as error:
-        raise ArtifactError(
-            f"{path} is not JSON ({error}); a compiled program's state is a JSON file"
-        ) from None
+    return _json_file(path, "a compiled program's state")
 
 
 def new_manifest(program: EdgeExtractor, **fields: Any) -> Manifest:

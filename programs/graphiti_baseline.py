@@ -17,9 +17,15 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.modules.calls import call_step
 from edgewise.modules.extractor import STEP_EXTRACT, as_episode
-from edgewise.modules.seed_prompt import cleaned_prediction, configured_lm, parse_tolerant, reply_text
-from edgewise.modules.usage import track_step
+from edgewise.modules.seed_prompt import (
+    SeedParseError,
+    cleaned_prediction,
+    configured_lm,
+    parse_tolerant,
+    reply_text,
+)
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.types import ExtractionWarning, StepUsage
@@ -92,22 +98,14 @@ class GraphitiPromptExtractor(dspy.Module):
                 "json_schema": {"name": "ExtractedEdges", "schema": ExtractedEdges.model_json_schema()},
             }
         usage: dict[str, StepUsage] = {}
-        with track_step(STEP_EXTRACT, usage):
-            text = reply_text(lm(messages=messages, **kwargs))
         warnings: list[ExtractionWarning] = []
         raw: list[ExtractedEdge] = []
-        try:
-            data = (
-                parse_tolerant(text) if self.structured else json.loads(_FENCE.sub("", text.strip()).strip())
-            )
-            parsed = ExtractedEdges.model_validate(data)
-        except ValueError as error:  # not JSON, SeedParseError, or pydantic's ValidationError
-            warnings.append(
-                ExtractionWarning(
-                    code="parse_failure", message=f"{STEP_EXTRACT}: not Graphiti's ExtractedEdges ({error})"
-                )
-            )
-        else:
+
+        def ask(settings: dict[str, Any]) -> Any:
+            return self._parse(reply_text(lm(messages=messages, **kwargs, **settings)))
+
+        parsed = call_step(STEP_EXTRACT, usage, warnings, ask, unparsed=(SeedParseError,), lm=lm)
+        if parsed is not None:
             raw = [
                 ExtractedEdge(
                     relationshipType=edge.relation_type,
@@ -120,3 +118,16 @@ class GraphitiPromptExtractor(dspy.Module):
                 for edge in parsed.edges
             ]
         return cleaned_prediction(raw, episode, usage, warnings)
+
+    def _parse(self, text: str) -> Any:
+        """The reply as Graphiti's `ExtractedEdges`, parsed as its client parses it (tolerantly with a
+        JSON schema); anything else is a `SeedParseError`."""
+        from graphiti_core.prompts.extract_edges import ExtractedEdges
+
+        try:
+            data = (
+                parse_tolerant(text) if self.structured else json.loads(_FENCE.sub("", text.strip()).strip())
+            )
+            return ExtractedEdges.model_validate(data)
+        except ValueError as error:  # not JSON, SeedParseError, or pydantic's ValidationError
+            raise SeedParseError(f"not Graphiti's ExtractedEdges ({error})") from error

@@ -4,7 +4,8 @@
 an `InputLine` into its output record here, so a line means the same on either engine: an input
 error is an error record without a model call, an episode runs through the episode runner
 (`edgewise.runtime.runner`: its deadline, the retry layer's retries, the one failure vocabulary),
-and a failed episode is an error record with its reason and no secrets.
+and a failed episode is an error record with its reason and no secrets (a reply that could not be
+parsed on its retry either fails the episode: reason `parse_failure`).
 """
 
 from __future__ import annotations

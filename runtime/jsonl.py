@@ -3,10 +3,12 @@
 Input lines are read as bytes so that invalid UTF-8 becomes an error line for that line, not a crash
 of the run. Output lines are written whole with one `write` and flushed, so after a kill the file is
 valid JSONL up to a possibly cut last line, which `resume_point` drops before a run continues. Output
-line n always answers input line n (its "line" field says so), which is what makes resuming exact:
-no input is lost and none is answered twice. A results file is claimed (`claim_output`) before it is
-changed: never the input itself, never while another run writes it, never emptied before the run
-has started.
+line n always answers input line n (its "line" field says so, and it carries that line's "id"), which
+is what makes resuming exact: no input is lost, none is answered twice, and a results file written
+for another input is refused instead of continued. A resumed run also runs the kept error lines
+whose failure may pass (`retryable`) again, and puts their new lines in place in one rename
+(`ClaimedOutput.replace_lines`). A results file is claimed (`claim_output`) before it is changed:
+never the input itself, never while another run writes it, never emptied before the run has started.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import json
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +27,10 @@ from typing import IO, Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from edgewise.files.atomic import atomic_write
 from edgewise.runtime.episode_fields import input_warnings
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_INVALID_INPUT, EdgewiseError
+from edgewise.signatures.errors import REASON_INVALID_INPUT, EdgewiseError, status_of
 from edgewise.signatures.names import field_path
 from edgewise.signatures.types import ExtractionResult, ExtractionWarning
 
@@ -90,7 +93,7 @@ def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
     if not isinstance(data, dict):
         return InputLine(line, None, None, InputError(source, line, None, "expected a JSON object"))
     raw_id = data.get("id")
-    if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int | float)):
+    if not _valid_id(raw_id):
         return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
     try:
@@ -103,11 +106,30 @@ def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
     return InputLine(line, line_id, episode, None, input_warnings(where, episode))
 
 
-def read_episode_lines(stream: IO[bytes], source: str, *, skip: int = 0) -> Iterator[InputLine]:
-    """Parse each line of `stream`; the first `skip` lines (already done by a resumed run) are passed over."""
-    for number, raw in enumerate(stream, start=1):
-        if number > skip:
-            yield parse_episode_line(raw.rstrip(b"\r\n"), number, source)
+def _valid_id(raw_id: Any) -> bool:
+    """An episode's id is a string or a number (not a boolean), or absent."""
+    return raw_id is None or (not isinstance(raw_id, bool) and isinstance(raw_id, str | int | float))
+
+
+def input_line_id(raw: bytes) -> str | None:
+    """The `id` a run writes for this raw input line: the one `parse_episode_line` gives it.
+
+    Only the id is read (the episode is not validated): enough to tell whether an output line
+    answers this input line, at a fraction of the cost of parsing the episode.
+    """
+    try:
+        data = json.loads(raw.rstrip(b"\r\n").decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    raw_id = data.get("id") if isinstance(data, dict) else None
+    return None if raw_id is None or not _valid_id(raw_id) else str(raw_id)
+
+
+def read_episode_lines(stream: IO[bytes], source: str, *, first_line: int = 1) -> Iterator[InputLine]:
+    """Parse each line of `stream`, numbered from `first_line`: a resumed run has already read the
+    lines before it from the stream (`resume_point`), so that stdin is read once."""
+    for number, raw in enumerate(stream, start=first_line):
+        yield parse_episode_line(raw.rstrip(b"\r\n"), number, source)
 
 
 def result_record(item: InputLine, result: ExtractionResult) -> dict[str, Any]:
@@ -150,24 +172,57 @@ def write_record(stream: IO[str] | IO[bytes], record: dict[str, Any]) -> None:
 
 
 class ResumeError(EdgewiseError, ValueError):
-    """The output file cannot be continued: it was not written by one `edgewise extract` run."""
+    """The output file cannot be continued: it was not written by one `edgewise extract` run of this input."""
 
 
 class ResumePoint(NamedTuple):
-    """Where a resumed run continues: the complete lines already written, and their error lines by reason."""
+    """Where a resumed run continues: the complete lines already written, the error lines among them
+    that stay as they are (by reason), and the input lines of those to run again (`retryable`)."""
 
     lines: int
     failed: Counter[str]
+    retry: tuple[InputLine, ...] = ()
 
 
-def resume_point(path: Path) -> ResumePoint:
+def retryable(reason: str) -> bool:
+    """Whether a failed line may succeed when run again: its reason's HTTP status is 5xx.
+
+    A 5xx reason is the model provider's failure or edgewise's own (a timeout, a rate limit, a 5xx, a
+    dropped connection, a reply that could not be parsed): another try may pass. A 4xx reason is the
+    input's fault (`invalid_input`, `context_window`): the same line would fail the same way again.
+    """
+    return status_of(reason) >= 500
+
+
+_SHOWN_ID_CHARS: Final = 60
+
+
+def _shown_id(value: Any) -> str:
+    """An id as a message shows it: `id 'ep-7'`, cut to a readable length, or `no id`."""
+    if value is None:
+        return "no id"
+    text = value if isinstance(value, str) else json.dumps(value)
+    return "id " + repr(text if len(text) <= _SHOWN_ID_CHARS else text[:_SHOWN_ID_CHARS] + "...")
+
+
+def resume_point(path: Path, answered: IO[bytes] | None = None, source: str = "the input") -> ResumePoint:
     """How many output lines are complete; a cut last line is removed so appending stays valid JSONL.
 
     Only the last line can be cut by a kill. A broken line before it, or a line whose "line" field is
     not its own position, means the file was edited or written by two runs at once: that is a
     `ResumeError`, never a silent truncation that would lose the lines after it.
+
+    With `answered` (the input, at its start), the output must answer this input: output line k
+    carries the id of input line k, and the input has at least as many lines. Those input lines are
+    read from `answered` as each output line is checked, so a stream (stdin) is read once and the run
+    goes on from the next line. Otherwise a `ResumeError` names the first line that differs: resuming
+    another input would append its lines after answers to different episodes. The kept error lines
+    whose reason is `retryable` come back in `retry`, as their input lines (only with `answered`).
+
+    Nothing in the file changes unless every check passed.
     """
     failed: Counter[str] = Counter()
+    retry: list[InputLine] = []
     if not path.exists():
         return ResumePoint(0, failed)
     keep, count = 0, 0
@@ -175,28 +230,57 @@ def resume_point(path: Path) -> ResumePoint:
         for raw in handle:
             if not raw.endswith(b"\n"):
                 break  # the cut last line
-            try:
-                record = json.loads(raw)
-            except ValueError as error:
-                raise ResumeError(
-                    f"{path} line {count + 1}: not valid JSON ({error}); only a cut last line can be repaired, "
-                    "so this file cannot be resumed (move it aside and run without --resume)"
-                ) from None
-            position = record.get("line") if isinstance(record, dict) else None
-            if position != count + 1:
-                raise ResumeError(
-                    f"{path} line {count + 1}: answers input line {position!r}, not {count + 1}; the file was not "
-                    "written by one edgewise extract run, so it cannot be resumed"
-                )
-            if isinstance(record.get("error"), dict):
-                failed[str(record["error"].get("reason"))] += 1
-            keep += len(raw)
             count += 1
+            record = _resumable_record(path, raw, count)
+            raw_input = answered.readline() if answered is not None else None
+            if raw_input is not None:
+                _check_answers(path, record, raw_input, count, source)
+            if isinstance(record.get("error"), dict):
+                reason = str(record["error"].get("reason"))
+                if raw_input is not None and retryable(reason):
+                    retry.append(parse_episode_line(raw_input.rstrip(b"\r\n"), count, source))
+                else:
+                    failed[reason] += 1
+            keep += len(raw)
     if keep != path.stat().st_size:
         with open(path, "r+b") as handle:
             handle.truncate(keep)
             os.fsync(handle.fileno())
-    return ResumePoint(count, failed)
+    return ResumePoint(count, failed, tuple(retry))
+
+
+def _resumable_record(path: Path, raw: bytes, number: int) -> dict[str, Any]:
+    """Output line `number` as a record, if it is one that an extract run wrote in that position."""
+    try:
+        record = json.loads(raw)
+    except ValueError as error:
+        raise ResumeError(
+            f"{path} line {number}: not valid JSON ({error}); only a cut last line can be repaired, "
+            "so this file cannot be resumed (move it aside and run without --resume)"
+        ) from None
+    position = record.get("line") if isinstance(record, dict) else None
+    if position != number:
+        raise ResumeError(
+            f"{path} line {number}: answers input line {position!r}, not {number}; the file was not "
+            "written by one edgewise extract run, so it cannot be resumed"
+        )
+    return record
+
+
+def _check_answers(path: Path, record: dict[str, Any], raw_input: bytes, number: int, source: str) -> None:
+    """Raise `ResumeError` unless output line `number` answers `raw_input`, input line `number`."""
+    advice = "it was written for another input; resume with that input, or write to another --output"
+    if not raw_input:
+        raise ResumeError(
+            f"{path} has more lines than {source}: its line {number} answers an input line that {source} "
+            f"does not have ({number - 1} lines); {advice}"
+        )
+    output_id, input_id = record.get("id"), input_line_id(raw_input)
+    if output_id != input_id:
+        raise ResumeError(
+            f"{path} line {number} answers the episode with {_shown_id(output_id)}, but line {number} of "
+            f"{source} has {_shown_id(input_id)}; {advice}"
+        )
 
 
 class OutputClaimError(EdgewiseError, ValueError):
@@ -242,6 +326,7 @@ class ClaimedOutput:
         self.path = path
         self.created = not path.exists()
         self.started = False
+        self._replaced: list[IO[bytes]] = []
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
         # Unbuffered binary appends: each record reaches the file in one write, at once.
         self.stream: IO[bytes] = os.fdopen(descriptor, "ab", buffering=0)
@@ -254,21 +339,55 @@ class ClaimedOutput:
                 "wait for that run to end, or write to another --output"
             ) from None
 
-    def begin(self, *, resume: bool) -> ResumePoint:
-        """The run has started: keep the complete lines (`resume`) or empty the file."""
+    def begin(
+        self, *, resume: bool, answered: IO[bytes] | None = None, source: str = "the input"
+    ) -> ResumePoint:
+        """The run has started: keep the complete lines (`resume`) or empty the file.
+
+        When resuming with `answered` (the input, at its start), the kept lines must answer its first
+        lines, which are read from it (see `resume_point`); the run reads on from the next line.
+        """
         if resume:
-            point = resume_point(self.path)
+            point = resume_point(self.path, answered, source)
         else:
             os.ftruncate(self.stream.fileno(), 0)
             point = ResumePoint(0, Counter())
         self.started = True
         return point
 
+    def replace_lines(self, records: Mapping[int, dict[str, Any]]) -> None:
+        """Put `records` (by line number) in place of those kept lines, all at once or not at all.
+
+        The file is written anew beside the results file and renamed over it (`atomic_write`), so a
+        kill before the rename leaves the file as it was and a `--resume` after it runs those lines
+        again. The new file is locked before the rename and becomes `stream`; the old one stays open,
+        and so locked, until `close`: a run that opened the old file cannot claim it in between.
+        """
+        if not records:
+            return
+        target = Path(os.path.realpath(self.path))  # a symlinked results file stays a symlink
+        mode = stat.S_IMODE(os.fstat(self.stream.fileno()).st_mode)
+        locked: int | None = None
+        try:
+            with atomic_write(target, durable=True, mode=mode) as fresh, open(target, "rb") as kept:
+                locked = os.dup(fresh.fileno())  # shares the open file, so the lock outlives `fresh`
+                fcntl.flock(locked, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                for number, raw in enumerate(kept, start=1):
+                    fresh.write(encode_record(records[number]) if number in records else raw)
+        except BaseException:
+            if locked is not None:
+                os.close(locked)
+            raise
+        fcntl.fcntl(locked, fcntl.F_SETFL, fcntl.fcntl(locked, fcntl.F_GETFL) | os.O_APPEND)
+        self._replaced.append(self.stream)
+        self.stream = os.fdopen(locked, "ab", buffering=0)
+
     def close(self, *, failed: bool) -> None:
         """Release the lock; a file this claim created for a run that never started is removed."""
         if failed and self.created and not self.started and os.fstat(self.stream.fileno()).st_size == 0:
             self.path.unlink(missing_ok=True)
-        self.stream.close()
+        for stream in (*self._replaced, self.stream):
+            stream.close()
 
 
 @contextmanager
@@ -290,7 +409,8 @@ class BatchSummary:
     `done` counts result lines; `parse_failures` how many of those had a reply the adapter could not
     parse even after its repair (their edges are empty for that step). `failed` counts error lines
     by reason; `retries` counts model requests sent again after a fault, by fault reason. A resumed
-    run counts only its own lines; `resumed_after` and `resumed_failed` describe the lines it kept.
+    run counts only its own lines, the kept error lines it ran again (`rerun`) among them;
+    `resumed_after` is where it went on, `resumed_failed` the kept error lines it left as they were.
     """
 
     lines: int = 0
@@ -302,6 +422,7 @@ class BatchSummary:
     requests: int = 0
     resumed_after: int = 0
     resumed_failed: Counter[str] = field(default_factory=Counter)
+    rerun: int = 0
     wall_s: float = 0.0
 
     @property
@@ -337,10 +458,11 @@ class BatchSummary:
         if retried:
             retry += f" ({_counts(self.retries)})"
         resumed = f", resumed after {self.resumed_after} lines" if self.resumed_after else ""
-        if sum(self.resumed_failed.values()):
-            resumed += (
-                f" ({sum(self.resumed_failed.values())} of them failed: {_counts(self.resumed_failed)})"
-            )
+        kept_failed = sum(self.resumed_failed.values())
+        notes = [f"{self.rerun} error lines of them run again"] if self.rerun else []
+        notes += [f"{kept_failed} of them failed: {_counts(self.resumed_failed)}"] if kept_failed else []
+        if notes:
+            resumed += f" ({'; '.join(notes)})"
         return f"{self.lines} lines in {self.wall_s:.1f} s{resumed}: {', '.join(parts)}; {retry}"
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -356,6 +478,7 @@ class BatchSummary:
             "requests": self.requests,
             "resumedAfter": self.resumed_after,
             "resumedFailed": dict(sorted(self.resumed_failed.items())),
+            "rerun": self.rerun,
             "wallSeconds": round(self.wall_s, 3),
         }
 

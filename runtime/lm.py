@@ -17,10 +17,12 @@ from typing import Any, Final, Literal
 
 import dspy
 from dspy.clients import base_lm
+from dspy.utils.callback import with_callbacks
 from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.local.local_models import LOCAL_PREFIX, is_local_model
+from edgewise.modules.calls import ReplyNote, note_reply
 from edgewise.runtime.faults import (
     DEFAULT_RETRY_POLICY,
     RetryPolicy,
@@ -29,6 +31,7 @@ from edgewise.runtime.faults import (
     call_with_retries,
 )
 from edgewise.runtime.redaction import redact as redact_secrets
+from edgewise.runtime.reply_cache import forget_reply, name_endpoint
 from edgewise.signatures.errors import EdgewiseError
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
@@ -39,8 +42,6 @@ MAX_LIST_ITEMS: Final = 12
 MAX_STRING_CHARS: Final = 300
 #: The variable an API key is read from when no --api-key is given (Ray workers read it there too).
 API_KEY_ENV: Final = "EDGEWISE_API_KEY"
-#: Replies DSPy's cache keeps in memory in a process edgewise runs for long (`bound_memory_cache`).
-MEMORY_CACHE_ENTRIES: Final = 1_000
 
 
 class LMConfigError(EdgewiseError, ValueError):
@@ -122,6 +123,11 @@ class EdgewiseLM(dspy.LM):
 
     History: DSPy keeps every call's prompt, reply and response object in three lists, each bounded
     only at 10,000 entries; this LM keeps the last `keep_history` calls in each (none by default).
+
+    Replies: each is noted for the program step that asked (`edgewise.modules.calls.note_reply`):
+    whether it stopped at the token limit, and how to remove it from DSPy's cache when the step
+    cannot use it. DSPy's outputs carry neither, so a request is sent as `dspy.BaseLM.__call__` sends
+    it (DSPy's prepare, execute and finalize), with the reply read between execute and finalize.
     """
 
     def __init__(
@@ -149,17 +155,41 @@ class EdgewiseLM(dspy.LM):
 
     def __call__(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
         kwargs = self._request_kwargs(kwargs)
-        parent = super().__call__
         return call_with_retries(
-            lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
+            lambda: self._send(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
         )
 
     async def acall(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
         kwargs = self._request_kwargs(kwargs)
-        parent = super().acall
         return await acall_with_retries(
-            lambda: parent(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
+            lambda: self._asend(prompt, messages=messages, **kwargs), self.retry_policy, self.rate_limiter
         )
+
+    @with_callbacks
+    def _send(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        """One attempt, as `dspy.BaseLM.__call__` makes it, its reply noted (see the class docstring)."""
+        from dspy.clients._deprecation import warn_openai_messages
+        from dspy.clients.execution import execute, finalize, prepare
+
+        call = prepare(self, prompt, messages, kwargs)
+        warn_openai_messages(self, messages)
+        result = execute(self, call)
+        note_reply(reply_note(self, call, result, asynchronous=False))
+        return finalize(self, call, result)
+
+    @with_callbacks
+    async def _asend(self, prompt: Any = None, *, messages: Any = None, **kwargs: Any) -> Any:
+        """One attempt, as `dspy.BaseLM.acall` makes it, its reply noted (see the class docstring)."""
+        import asyncio
+
+        from dspy.clients._deprecation import warn_openai_messages
+        from dspy.clients.execution import aexecute, finalize, prepare
+
+        call = await asyncio.to_thread(prepare, self, prompt, messages, kwargs, asynchronous=True)
+        warn_openai_messages(self, messages)
+        result = await aexecute(self, call)
+        note_reply(reply_note(self, call, result, asynchronous=True))
+        return finalize(self, call, result)
 
     def update_history(self, entry: dict[str, Any]) -> None:
         """DSPy's record of one call, kept for the last `keep_history` calls only: in the LM's and the
@@ -195,6 +225,29 @@ class EdgewiseLM(dspy.LM):
         if self.response_format_mode != "auto" or self.kwargs.get("api_base"):
             params.add("response_format")
         return params
+
+
+def finish_reasons(result: Any) -> list[str | None]:
+    """Why each reply of a DSPy call result ended (`stop`, `length`, ...): read from lm15's responses,
+    or from the choices of a LiteLLM response on DSPy's compatibility path."""
+    if result.responses:
+        return [response.finish_reason for response in result.responses]
+    raw = result.raw
+    choices = raw.get("choices") if isinstance(raw, dict) else getattr(raw, "choices", None)
+    return [
+        choice.get("finish_reason") if isinstance(choice, dict) else getattr(choice, "finish_reason", None)
+        for choice in choices or []
+    ]
+
+
+def reply_note(lm: dspy.BaseLM, call: Any, result: Any, *, asynchronous: bool) -> ReplyNote:
+    """The note on one reply: cut at the token limit or not, and how to remove it from DSPy's cache
+    (under the request DSPy stored it by; nothing to remove when the call did not use the cache)."""
+    truncated = "length" in finish_reasons(result)
+    if not call.cache:
+        return ReplyNote(truncated, lambda: None)
+    request = call.key(lm, asynchronous)
+    return ReplyNote(truncated, lambda: forget_reply(request))
 
 
 def _bound_schema(node: Any) -> None:
@@ -320,6 +373,8 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
         }
     )
     with LocalServer(spec, slots=config.local_slots) as server:
+        # Its port is new every run: cached replies are found by the model file it serves.
+        name_endpoint(server.api_base, f"{LOCAL_PREFIX}/{spec.name}@sha256:{spec.sha256}")
         yield build_lm(
             local,
             model_name=f"openai/{server.model_name}",
@@ -350,27 +405,6 @@ def history_settings(*, keep_history: int = 0) -> dict[str, Any]:
     edgewise reads them; an optimizer that needs a trace opens its own (`dspy.context(trace=[])`).
     """
     return {"disable_history": keep_history == 0, "trace": None}
-
-
-def bound_memory_cache(entries: int = MEMORY_CACHE_ENTRIES) -> None:
-    """Keep at most `entries` replies in DSPy's in-memory cache; its disk cache still keeps every reply.
-
-    DSPy's memory tier holds a million replies by default: a service or a long batch with the cache on
-    would grow by every new reply for weeks. The cache is one per process, so only the commands that
-    own their process call this (`edgewise serve`, `edgewise extract`, a Ray actor), never a library
-    call inside someone else's program.
-    """
-    from dspy.clients import DISK_CACHE_LIMIT
-
-    cache = dspy.cache
-    if not cache.enable_memory_cache or cache.memory_cache.maxsize <= entries:
-        return
-    dspy.configure_cache(
-        enable_disk_cache=cache.enable_disk_cache,
-        disk_cache_dir=cache.disk_cache_dir,
-        disk_size_limit_bytes=DISK_CACHE_LIMIT,
-        memory_max_entries=entries,
-    )
 
 
 def redact(text: str, config: LMConfig | None) -> str:

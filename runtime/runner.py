@@ -10,6 +10,13 @@ set is done, keep no per-example usage, latency or retry counts, and turn a fail
 a batch that streams ordered JSONL, a bench that reports latency percentiles and a service that
 answers one request need each episode's outcome as it finishes, so the runner is edgewise's own,
 built on `iter_concurrently` (ordered, bounded look-ahead) and `dspy.track_usage`.
+
+A reply a program step could not parse, or that stopped at the token limit, is retried once by the
+step (`edgewise.modules.calls`); one that fails again leaves a `parse_failure` warning in the result.
+The runner decides what that means, not the step: for `edgewise extract`, the service and the Ray
+stage the episode fails with reason `parse_failure` (`ParseFailure`), so an unread reply is never a
+result with edges missing; the bench and an optimizer's dev scoring pass `keep_unparsed=True` and
+score the result as it is, counting its parse failures.
 """
 
 from __future__ import annotations
@@ -25,9 +32,29 @@ from edgewise.modules.concurrency import iter_concurrently
 from edgewise.modules.usage import tracked_usage
 from edgewise.runtime.faults import episode_scope, failure_reason
 from edgewise.signatures.episode import Episode
+from edgewise.signatures.errors import REASON_PARSE_FAILURE, EdgewiseError
 from edgewise.signatures.types import ExtractionResult, StepUsage
 
 T = TypeVar("T")
+
+
+class ParseFailure(EdgewiseError):
+    """A reply of the episode could not be parsed, or stopped at the token limit, on its retry too.
+
+    The message names the steps, never the reply (it may quote the episode, or a key it echoed).
+    """
+
+    reason = REASON_PARSE_FAILURE
+
+    def __init__(self, result: ExtractionResult) -> None:
+        self.result = result
+        failed = [warning.message for warning in result.warnings if warning.code == REASON_PARSE_FAILURE]
+        super().__init__("; ".join(failed) or "a reply of the model could not be parsed")
+
+
+def unparsed(result: Any) -> bool:
+    """Whether `result` is an extraction with a reply that failed on its retry too."""
+    return isinstance(result, ExtractionResult) and result.parse_failures > 0
 
 
 class Outcome(NamedTuple):
@@ -50,11 +77,18 @@ class Outcome(NamedTuple):
         return self.result is not None
 
 
-def run_episode(program: Callable[..., Any], episode: Episode, *, timeout_s: float | None = None) -> Outcome:
+def run_episode(
+    program: Callable[..., Any],
+    episode: Episode,
+    *,
+    timeout_s: float | None = None,
+    keep_unparsed: bool = False,
+) -> Outcome:
     """Run `program` on one episode under its deadline; never raises for a failed episode.
 
     A result that arrives after the deadline is not used (the episode fails with reason
-    `deadline`), so "over the deadline" always means "failed".
+    `deadline`), so "over the deadline" always means "failed". A result with a parse failure
+    fails the episode with reason `parse_failure`, unless `keep_unparsed` (the bench's way).
     """
     started = time.perf_counter()
     with episode_scope(timeout_s) as stats, dspy.track_usage() as tracker:
@@ -64,7 +98,18 @@ def run_episode(program: Callable[..., Any], episode: Episode, *, timeout_s: flo
         except Exception as error:  # noqa: BLE001 - a failed episode is an outcome, not the end of a run
             return _failed(error, tracker, stats, started)
     latency = time.perf_counter() - started
-    return Outcome(result, None, None, tracked_usage(tracker), stats.requests, stats.retry_reasons, latency)
+    spent = tracked_usage(tracker)
+    if unparsed(result) and not keep_unparsed:
+        return Outcome(
+            None,
+            ParseFailure(result),
+            REASON_PARSE_FAILURE,
+            spent,
+            stats.requests,
+            stats.retry_reasons,
+            latency,
+        )
+    return Outcome(result, None, None, spent, stats.requests, stats.retry_reasons, latency)
 
 
 def _failed(error: BaseException, tracker: Any, stats: Any, started: float) -> Outcome:
@@ -87,17 +132,20 @@ def run_episodes(
     episode_of: Callable[[T], Episode | None] = lambda item: item,  # type: ignore[assignment,return-value]
     workers: int = 1,
     timeout_s: float | None = None,
+    keep_unparsed: bool = False,
 ) -> Iterator[tuple[T, Outcome | None]]:
     """`(item, outcome)` for each item, in input order, each as soon as it and every earlier one is done.
 
     `episode_of(item)` is the episode to run (an input line's parsed episode, a labeled episode's
     inputs); None means the item has no episode (an input error) and yields `(item, None)` without
-    a model call. At most `2 * workers` items are in flight.
+    a model call. At most `2 * workers` items are in flight. `keep_unparsed` as in `run_episode`.
     """
 
     def run(item: T) -> Outcome | None:
         episode = episode_of(item)
-        return None if episode is None else run_episode(program, episode, timeout_s=timeout_s)
+        if episode is None:
+            return None
+        return run_episode(program, episode, timeout_s=timeout_s, keep_unparsed=keep_unparsed)
 
     for item, outcome in iter_concurrently(run, items, workers=workers):
         if isinstance(outcome, Exception):  # only a bug in `episode_of` gets here: keep the item anyway

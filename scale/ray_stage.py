@@ -47,7 +47,8 @@ from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE
 from edgewise.programs.names import BUILTIN_PROGRAMS, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import encode_record
-from edgewise.runtime.lm import API_KEY_ENV, LMConfig, bound_memory_cache, build_lm, lm_context
+from edgewise.runtime.lm import API_KEY_ENV, LMConfig, build_lm, lm_context
+from edgewise.runtime.reply_cache import use_reply_cache
 from edgewise.scale.rows import SOURCE_COLUMN, input_line
 
 # The variable an actor reads its key from (LMConfig.from_env); the provider's own one works as well.
@@ -142,7 +143,7 @@ class EpisodeStage:
         # The key comes from this worker's environment (EDGEWISE_API_KEY), never from the task.
         self.config = LMConfig.from_env(**settings)
         if self.config.cache:
-            bound_memory_cache()  # an actor is a process of its own, serving batches for as long as Ray runs
+            use_reply_cache()  # an actor is a process of its own, serving batches for as long as Ray runs
         self.lm = build_lm(self.config)
         self.api_base = self.config.api_base
         self.episode_timeout_s = episode_timeout_s

@@ -2,25 +2,35 @@
 
 A TypeScript app that built the seed prompt itself posts the same context object to
 `POST /v1/extract` and gets edges (plus warnings and usage) from the compiled program instead. The
-service is a thin layer: the guard checks the token and the body's size (`guard.py`), the request is
-validated into an `Episode`, the program runs in a bounded thread pool (`runner.py`), and every
-failure becomes one JSON error shape with a status, a reason and no secrets (`errors.py`).
+service is a thin layer: the guard checks the token, the body's size and read time, and holds each
+request to its deadline and its client (`guard.py`); the request is validated into an `Episode`; the
+program runs on a bounded number of workers behind a bounded queue (`runner.py`); a stop drains
+(`lifecycle.py`); and every failure becomes one JSON error shape with a status, a reason and no
+secrets (`errors.py`). What happens before a request reaches the app (slow headers, too many
+connections) is the HTTP protocol's (`connections.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
-from contextlib import asynccontextmanager
 from functools import partial
 from importlib.metadata import version
 from typing import Any, Final
 
 import dspy
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from edgewise.runtime.episode_fields import input_warnings
-from edgewise.service.bodies import BatchRequest, BatchResponse, Health, documented_limits, entity_limit
+from edgewise.service.bodies import (
+    BatchRequest,
+    BatchResponse,
+    Health,
+    RequestEpisode,
+    documented_limits,
+    entity_limit,
+)
 from edgewise.service.errors import (
     ErrorBody,
     ErrorResponse,
@@ -32,7 +42,8 @@ from edgewise.service.errors import (
     known_secrets,
 )
 from edgewise.service.guard import GuardMiddleware
-from edgewise.service.runner import ProgramRunner
+from edgewise.service.lifecycle import Lifecycle
+from edgewise.service.runner import ProgramRunner, shutting_down
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import reason_of_status
 from edgewise.signatures.types import ExtractionResult
@@ -55,13 +66,31 @@ DEFAULT_MAX_BODY_BYTES: Final = 1_000_000
 DEFAULT_MAX_ENTITIES: Final = 200
 DEFAULT_MAX_BATCH: Final = 64
 DEFAULT_WORKERS: Final = 4
+DEFAULT_MAX_QUEUE: Final = 64
+DEFAULT_REQUEST_TIMEOUT_S: Final = 120.0
+DEFAULT_READ_TIMEOUT_S: Final = 10.0
+MIN_API_TOKEN_CHARS: Final = 16
+"""A shorter bearer token is refused: guessable, or a placeholder left in a config."""
 
 ERROR_STATUSES: Final = (
     (401, "missing or wrong bearer token"),
+    (408, "request body not received within --read-timeout"),
     (413, "request body over --max-body-bytes"),
-    (422, "invalid field (named in error.fields), or too many entities"),
+    (
+        422,
+        (
+            "invalid field (named in error.fields), too many entities, or a body the JSON parser cannot read "
+            "(nested about 1,000 levels deep, or an integer over 4,300 digits)"
+        ),
+    ),
     (502, "the model provider failed or answered nonsense"),
-    (503, "the model provider is rate-limiting, slow or unreachable; retry later"),
+    (
+        503,
+        (
+            "the model provider is rate-limiting, slow or unreachable; the queue is full (with Retry-After); "
+            "the request ran past --request-timeout; or the service is stopping. Retry later"
+        ),
+    ),
 )
 """The error answers every /v1/ route documents, each with the one error body."""
 
@@ -75,14 +104,21 @@ def create_app(
     max_entities: int = DEFAULT_MAX_ENTITIES,
     workers: int = DEFAULT_WORKERS,
     max_batch: int = DEFAULT_MAX_BATCH,
+    max_queue: int = DEFAULT_MAX_QUEUE,
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    lifecycle: Lifecycle | None = None,
     program_name: str | None = None,
 ) -> FastAPI:
     """The edgewise HTTP app around `program` (called as `program(episode=...)`, returning `.result`).
 
     `lm` is the model the program runs with (None: whatever `dspy.configure` set); `program_name` is
-    what `/healthz` says runs (default: the program's class name). `api_token`, when
-    set, is required as `Authorization: Bearer <token>` on every `/v1/` route. At most `workers`
-    extractions run at once; other requests wait for a free worker.
+    what `/healthz` says runs (default: the program's class name). `api_token`, when set (at least
+    `MIN_API_TOKEN_CHARS` characters), is required as `Authorization: Bearer <token>` on every `/v1/`
+    route. At most `workers` extractions run at once and `max_queue` more wait; past that a request
+    gets 503 `overloaded`. A request has `request_timeout_s` seconds from its headers to its answer,
+    and its body `read_timeout_s` seconds to arrive. `lifecycle` learns of uvicorn's stop from the
+    service's HTTP protocol (`connections.guarded_protocol`); without one the app never drains.
     """
     if _SERVE_EXTRA_MISSING is not None:
         raise RuntimeError(f"{SERVE_EXTRA_HINT} ({_SERVE_EXTRA_MISSING})")
@@ -94,14 +130,22 @@ def create_app(
     ):
         if value < 1:
             raise ValueError(f"create_app: {name} must be at least 1, got {value}")
-    runner = ProgramRunner(program, lm, workers, known_secrets(lm, api_token))
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> Any:
-        try:
-            yield
-        finally:
-            runner.shutdown()
+    if max_queue < 0:
+        raise ValueError(f"create_app: max_queue must be at least 0, got {max_queue}")
+    for name, seconds in (("request_timeout_s", request_timeout_s), ("read_timeout_s", read_timeout_s)):
+        if not seconds > 0:
+            raise ValueError(f"create_app: {name} must be > 0, got {seconds}")
+    check_api_token(api_token)
+    lifecycle = lifecycle or Lifecycle()
+    runner = ProgramRunner(
+        program,
+        lm,
+        workers,
+        known_secrets(lm, api_token),
+        max_queue=max_queue,
+        request_timeout_s=request_timeout_s,
+        lifecycle=lifecycle,
+    )
 
     app = FastAPI(
         title="edgewise",
@@ -112,15 +156,28 @@ def create_app(
             '`{"edges": [...]}` in the seed\'s shape, with warnings and per-step usage.'
             + (" Every /v1/ route needs `Authorization: Bearer <token>`." if api_token else "")
         ),
-        lifespan=lifespan,
     )
-    app.add_middleware(GuardMiddleware, api_token=api_token, max_body_bytes=max_body_bytes)
+    app.add_middleware(
+        GuardMiddleware,
+        api_token=api_token,
+        max_body_bytes=max_body_bytes,
+        read_timeout_s=read_timeout_s,
+        request_timeout_s=request_timeout_s,
+        lifecycle=lifecycle,
+    )
     _answer_errors_in_one_shape(app)
     extract_one = partial(_extract_one, runner, max_entities=max_entities)
     _add_extract_routes(app, extract_one, max_batch=max_batch, bearer=api_token is not None)
 
-    @app.get("/healthz", response_model=Health, summary="Liveness: the service is up and which model it uses")
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        summary="Liveness: the service is up and which model it uses",
+        responses={503: {"model": ErrorResponse, "description": "the service is stopping"}},
+    )
     async def healthz() -> Health:
+        if lifecycle.draining:
+            raise shutting_down()
         return Health(
             status="ok",
             program=program_name or type(program).__name__,
@@ -141,6 +198,9 @@ def _answer_errors_in_one_shape(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        unreadable = _unreadable_json(error)
+        if unreadable is not None:
+            return invalid_request([unreadable]).response()
         body = ErrorBody(
             status=error.status_code, reason=reason_of_status(error.status_code), message=str(error.detail)
         )
@@ -151,6 +211,41 @@ def _answer_errors_in_one_shape(app: FastAPI) -> None:
         return invalid_request(field_problems(error.errors())).response()
 
 
+def check_api_token(token: str | None, *, name: str = "the API token") -> None:
+    """Refuse a bearer token that is set but empty or short (a `ValueError` naming it as `name`): an
+    empty one would leave the service open while its operator believes it guarded, a short one is
+    guessable."""
+    if token is None:
+        return
+    if not token.strip():
+        raise ValueError(
+            f"{name} is set but empty, which would leave the service without a token; unset it to serve "
+            f"without one, or set one of at least {MIN_API_TOKEN_CHARS} characters"
+        )
+    if len(token) < MIN_API_TOKEN_CHARS:
+        raise ValueError(
+            f"{name} has {len(token)} characters; use at least {MIN_API_TOKEN_CHARS}, for example the output "
+            "of: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+
+
+def _unreadable_json(error: StarletteHTTPException) -> FieldProblem | None:
+    """A body FastAPI could not parse for a reason other than bad JSON syntax (that one is already a
+    422): nested deeper than Python's JSON parser goes (`RecursionError`), or holding an integer of
+    more digits than Python converts (`ValueError`). FastAPI answers both 400; they are the body's
+    fault and named as such, 422."""
+    cause = error.__cause__
+    if error.status_code != 400 or not isinstance(cause, RecursionError | ValueError):
+        return None
+    if isinstance(cause, RecursionError):
+        what = "arrays or objects nested too deeply (about 1,000 levels) for the JSON parser"
+    else:
+        what = (
+            f"a number the JSON parser does not read (an integer over {sys.get_int_max_str_digits()} digits)"
+        )
+    return FieldProblem(field="body", message=f"request body has {what}")
+
+
 async def _extract_one(runner: ProgramRunner, episode: Episode, *, max_entities: int) -> ExtractionResult:
     """One episode within this server's limits, its result led by the request's input warnings."""
     entity_limit(episode, max_entities)
@@ -159,6 +254,9 @@ async def _extract_one(runner: ProgramRunner, episode: Episode, *, max_entities:
     if warnings:
         result = result.model_copy(update={"warnings": [*warnings, *result.warnings]})
     return result
+
+
+_REQUEST_EPISODE: Final = TypeAdapter(RequestEpisode)
 
 
 def _add_extract_routes(
@@ -172,7 +270,7 @@ def _add_extract_routes(
     post_v1 = partial(app.post, responses=responses, dependencies=dependencies)
 
     @post_v1("/v1/extract", response_model=ExtractionResult, summary="Extract edges from one episode")
-    async def extract(episode: Episode) -> JSONResponse:
+    async def extract(episode: RequestEpisode) -> JSONResponse:
         result = await extract_one(episode)
         return JSONResponse(result.to_json_dict())
 
@@ -191,7 +289,7 @@ def _add_extract_routes(
 
         async def one(index: int, raw: Any) -> dict[str, Any]:
             try:
-                parsed = Episode.model_validate(raw)
+                parsed = _REQUEST_EPISODE.validate_python(raw)
                 result = await extract_one(parsed)
             except ValidationError as error:
                 failure = invalid_request(

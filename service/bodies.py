@@ -3,13 +3,25 @@ this server puts on them, written into its OpenAPI document so that a client kno
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from edgewise.service.errors import ErrorBody, FieldProblem, invalid_request
 from edgewise.signatures.episode import ENTITY_LISTS, Episode
 from edgewise.signatures.types import ExtractionResult
+
+REFERENCE_TIME_PATTERN: Final = r"^(?!0001-01-01|9999-12-31)"
+"""What the service's OpenAPI document adds to `referenceTime`'s `date-time`: not on the first day of
+year 1 or the last day of year 9999. A time on those days can fall outside years 1-9999 once taken to
+UTC (`0001-01-01T00:00:00+22:29` is in year 0), which no datetime holds; the document cannot say
+"in range in UTC", so the service refuses the two days whole, and says so."""
+REFERENCE_TIME_RULE: Final = (
+    "an ISO 8601 date-time, taken to UTC; not on 0001-01-01 or 9999-12-31, where a time zone offset "
+    "could put it outside years 1-9999 in UTC"
+)
 
 
 class BatchRequest(BaseModel):
@@ -42,6 +54,23 @@ class Health(BaseModel):
     workers: int
 
 
+def _reference_time_in_range(data: Any) -> Any:
+    """Refuse a `referenceTime` on the two days `REFERENCE_TIME_PATTERN` excludes, naming the field."""
+    value = data.get("referenceTime", data.get("reference_time")) if isinstance(data, dict) else None
+    if isinstance(value, str) and not re.match(REFERENCE_TIME_PATTERN, value):
+        error = PydanticCustomError("reference_time_range", "{rule}", {"rule": REFERENCE_TIME_RULE})
+        field = "referenceTime" if "referenceTime" in data else "reference_time"
+        raise ValidationError.from_exception_data(
+            "Episode", [InitErrorDetails(type=error, loc=(field,), input=value)]
+        )
+    return data
+
+
+RequestEpisode = Annotated[Episode, BeforeValidator(_reference_time_in_range)]
+"""An `Episode` as the service reads one from a request: with the rule on `referenceTime` its OpenAPI
+document states (`REFERENCE_TIME_PATTERN`)."""
+
+
 def entity_limit(episode: Episode, max_entities: int) -> None:
     """Refuse an episode with more entities than this server takes (422 on its entity list)."""
     if len(episode.entities) > max_entities:
@@ -57,9 +86,14 @@ def documented_limits(schema: dict[str, Any], *, max_entities: int, max_batch: i
     """The OpenAPI document with this server's limits on the entity lists and the batch size.
 
     They are the app's settings, not the model's, so they are written into the generated document
-    here: a client (or a fuzzer) then knows that 201 entities is refused before it sends them.
+    here: a client (or a fuzzer) then knows that 201 entities is refused before it sends them. So is
+    the service's rule on `referenceTime` (`REFERENCE_TIME_PATTERN`).
     """
     schemas = schema.get("components", {}).get("schemas", {})
+    reference_time = schemas.get("Episode", {}).get("properties", {}).get("referenceTime")
+    if reference_time is not None:
+        reference_time["pattern"] = REFERENCE_TIME_PATTERN
+        reference_time["description"] = REFERENCE_TIME_RULE
     for name in ENTITY_LISTS:
         for variant in _array_variants(schemas.get("Episode", {}).get("properties", {}).get(name, {})):
             variant["maxItems"] = max_entities

@@ -92,9 +92,11 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
     """Map an exception from running the program to what the client sees: the failure reason of
     every edgewise command, with its HTTP status (signatures/errors.py) and `Retry-After` when the
-    provider gave one."""
+    provider gave one. An edgewise error that carries its reason word (a reply that could not be
+    parsed on its retry either: `parse_failure`, 502) is answered with that word."""
     text = redact(f"{type(error).__name__}: {error}", secrets)
-    reason = failure_reason(error)
+    own = getattr(error, "reason", None) if isinstance(error, EdgewiseError) else None
+    reason = own if isinstance(own, str) and own in REASONS else failure_reason(error)
     if reason == REASON_INTERNAL and type(error).__module__.split(".")[0] in ("litellm", "openai", "httpx"):
         reason = REASON_PROVIDER_ERROR
     status = status_of(reason)

@@ -205,7 +205,7 @@ class Episode(CamelModel):
         return next((t for t in self.edge_types if t.name == name), None)
 
 
-LABELED_FIELDS: Final = frozenset({"id", "source", "license", "exhaustive", "edges"})
+LABELED_FIELDS: Final = frozenset({"id", "source", "license", "exhaustive", "edges", "injections"})
 """The fields `gold.LabeledEpisode` adds to an episode (tests/test_signatures.py checks that they agree):
 named here, since the labeled episode is built on this one."""
 

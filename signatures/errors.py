@@ -40,6 +40,12 @@ REASON_PROVIDER_REJECTED: Final = "provider_rejected_request"
 REASON_PROVIDER_ERROR: Final = "provider_error"
 REASON_INVALID_RESPONSE: Final = "invalid_response"
 REASON_PARSE: Final = "parse"
+REASON_PARSE_FAILURE: Final = "parse_failure"
+# The service holding its own limits against slow, abandoned or too many requests.
+REASON_READ_TIMEOUT: Final = "read_timeout"
+REASON_REQUEST_TIMEOUT: Final = "request_timeout"
+REASON_OVERLOADED: Final = "overloaded"
+REASON_SHUTTING_DOWN: Final = "shutting_down"
 # edgewise's own fault.
 REASON_INTERNAL: Final = "internal_error"
 
@@ -66,6 +72,17 @@ REASONS: Final[dict[str, Reason]] = {
         Reason(REASON_PROVIDER_ERROR, 502, "the model provider call failed in another way"),
         Reason(REASON_INVALID_RESPONSE, 502, "the model provider answered 2xx with a body that is not JSON"),
         Reason(REASON_PARSE, 502, "the model's reply could not be read as the expected fields"),
+        Reason(
+            REASON_PARSE_FAILURE,
+            502,
+            "a reply could not be parsed, or stopped at the token limit, on its retry too",
+        ),
+        Reason(REASON_READ_TIMEOUT, 408, "the client did not send its request body within --read-timeout"),
+        Reason(REASON_REQUEST_TIMEOUT, 503, "the request was not answered within --request-timeout"),
+        Reason(
+            REASON_OVERLOADED, 503, "every worker is busy and the queue is full (--max-queue); retry later"
+        ),
+        Reason(REASON_SHUTTING_DOWN, 503, "the service is stopping; retry on another instance or later"),
         Reason(REASON_INTERNAL, 500, "edgewise failed; the log has the trace"),
     )
 }

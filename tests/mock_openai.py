@@ -4,7 +4,8 @@ Real HTTP on 127.0.0.1 (a free port, a background thread), so tests and benchmar
 client stack (DSPy, LiteLLM, httpx) that talks to a real provider. Each request either gets a normal
 completion from a configurable responder or an injected fault: a 500, a 429 with `Retry-After`, a
 reply slower than the client's timeout, a dropped connection, a body that is not JSON, content that
-breaks the expected schema, or edges that name an entity outside ENTITIES.
+breaks the expected schema, content that is not JSON at all (prose), a reply cut at the token limit
+(half its content, finish reason `length`), or edges that name an entity outside ENTITIES.
 
     with MockOpenAIServer(content='{"edges": []}', faults=["429", None]) as server:
         lm = dspy.LM("openai/mock", api_base=server.api_base, api_key="x", cache=False)
@@ -23,13 +24,17 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, Literal, Self, get_args
 
-FaultKind = Literal["500", "429", "slow", "drop", "invalid_json", "schema_break", "unknown_entity"]
+FaultKind = Literal[
+    "500", "429", "slow", "drop", "invalid_json", "schema_break", "unparseable", "length", "unknown_entity"
+]
 FAULT_KINDS: Final[tuple[FaultKind, ...]] = get_args(FaultKind)
 
 # The name that "unknown_entity" puts into an edge; no test episode should list it.
 UNKNOWN_ENTITY: Final = "Zebulon Unlisted"
 # The assistant content "schema_break" sends: valid JSON, wrong shape for every edgewise step.
 SCHEMA_BREAK_CONTENT: Final = '{"edges": "none", "relationships": [{"from": 1, "to": 2}]}'
+# The assistant content "unparseable" sends: prose that no adapter reads as fields.
+UNPARSEABLE_CONTENT: Final = "Sure! Here are the edges: none"
 INVALID_JSON_BODY: Final = b'{"id": "chatcmpl-broken", "choices": [{"message": '
 DEFAULT_CONTENT: Final = '{"edges": []}'
 _CHARS_PER_TOKEN: Final = 4
@@ -383,10 +388,18 @@ class MockOpenAIServer:
         content = self._responder(body)
         if fault == "schema_break":
             content = SCHEMA_BREAK_CONTENT
+        elif fault == "unparseable":
+            content = UNPARSEABLE_CONTENT
+        elif fault == "length":
+            content = content[: len(content) // 2]
         elif fault == "unknown_entity":
             content = with_unknown_entity(content)
+        completion = self._completion(body, content)
+        if fault == "length":  # as a server stops at max_tokens
+            for choice in completion["choices"]:
+                choice["finish_reason"] = "length"
         try:
-            handler._send_json(200, self._completion(body, content))
+            handler._send_json(200, completion)
         except (BrokenPipeError, ConnectionResetError):
             handler.close_connection = True  # the client gave up (a "slow" reply past its timeout)
 

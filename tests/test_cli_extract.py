@@ -132,9 +132,10 @@ def test_a_batch_with_the_cache_on_keeps_few_replies_in_memory(tmp_path, monkeyp
     import dspy
     from dspy.clients.cache import Cache
 
-    from edgewise.runtime.lm import MEMORY_CACHE_ENTRIES
+    from edgewise.runtime.reply_cache import MEMORY_CACHE_ENTRIES
 
     monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path / "cache"), 10**8, 1_000_000))
+    monkeypatch.setenv("EDGEWISE_CACHE", str(tmp_path / "edgewise"))
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text(json.dumps(GOOD) + "\n")
     with MockOpenAIServer(REPLY) as server:
@@ -269,8 +270,14 @@ def test_exit_status_says_whether_every_line_succeeded(tmp_path):
     out = tmp_path / "out.jsonl"
     out.write_text(json.dumps(records[0]) + "\n")  # a run stopped after its first line, which failed
     with MockOpenAIServer(REPLY) as server:
-        resumed = _run_cli(tmp_path, [json.dumps(GOOD)] * 2, server, "--resume", expect=2)
-    assert "error" in resumed[0] and "edges" in resumed[1]  # the kept failure still counts
+        resumed = _run_cli(tmp_path, [json.dumps(GOOD)] * 2, server, "--resume", expect=0)
+    assert "edges" in resumed[0] and "edges" in resumed[1]  # a kept server error is run again
+    out.write_text(
+        json.dumps({"id": None, "line": 1, "error": {"kind": "input", "reason": "invalid_input"}}) + "\n"
+    )
+    with MockOpenAIServer(REPLY) as server:
+        resumed = _run_cli(tmp_path, ["not json", json.dumps(GOOD)], server, "--resume", expect=2)
+    assert "error" in resumed[0] and "edges" in resumed[1]  # a kept input error still counts
 
 
 UNKNOWN_PROVIDER = (

@@ -371,15 +371,16 @@ def test_episode_over_its_deadline_fails_with_reason_deadline(tmp_path) -> None:
     assert summary["failed"] == {"deadline": 1}
 
 
-def test_schema_breaking_reply_goes_through_repair_then_counts_as_a_parse_failure(tmp_path) -> None:
+def test_schema_breaking_reply_goes_through_repair_then_is_retried_then_is_a_parse_failure(tmp_path) -> None:
     fenced = "```json\n" + REPLY[:-1] + ",}\n```"  # fences and a trailing comma: the adapter repairs it
-    replies = iter([fenced, REPLY])
-    with MockOpenAIServer(lambda _body: next(replies), faults=[None, "schema_break"]) as server:
-        records, summary = _extract(tmp_path, [GOOD, GOOD], server)
+    replies = iter([fenced, REPLY, REPLY, REPLY, REPLY])
+    faults = [None, "schema_break", None, "schema_break", "schema_break"]
+    with MockOpenAIServer(lambda _body: next(replies), faults=faults) as server:
+        records, summary = _extract(tmp_path, [GOOD, GOOD, GOOD], server, "--workers", "1")
     assert len(records[0]["edges"]) == 1 and records[0]["parseFailures"] == 0
-    assert records[1]["edges"] == [] and records[1]["parseFailures"] == 1
-    assert [w["code"] for w in records[1]["warnings"]] == ["parse_failure"]
-    assert summary["done"] == 2 and summary["parseFailures"] == 1
+    assert len(records[1]["edges"]) == 1 and records[1]["usage"]["extract"]["calls"] == 2  # retried once
+    assert records[2]["error"]["reason"] == "parse_failure" and "edges" not in records[2]
+    assert summary["done"] == 2 and summary["failed"] == {"parse_failure": 1}
 
 
 def test_invalid_input_lines_are_failures_with_their_own_reason(tmp_path) -> None:

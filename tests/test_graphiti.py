@@ -567,6 +567,6 @@ def test_a_reply_that_is_not_graphitis_extracted_edges_is_a_counted_parse_failur
     from edgewise.programs.names import resolve_program
     from edgewise.runtime.lm import lm_context
 
-    with lm_context(ScriptedLM(['{"edges": [{"from": "Alice"}]}'])):
+    with lm_context(ScriptedLM(['{"edges": [{"from": "Alice"}]}'] * 2)):  # the reply and its retry
         result = resolve_program("graphiti")(bench_episode()).result
-    assert result.edges == [] and result.parse_failures == 1
+    assert result.edges == [] and result.parse_failures == 1 and result.usage["extract"].calls == 2

@@ -252,21 +252,17 @@ def test_dspy_keeps_the_history_the_lm_is_told_to_and_no_trace(keep):
         assert "Guest 2" in json.dumps(lm.history[-1]["kwargs"]["response_format"])
 
 
-def test_a_bounded_memory_cache_keeps_the_newest_replies_and_the_disk_keeps_all(tmp_path, monkeypatch):
-    from dspy.clients.cache import Cache
+def test_the_reply_cache_keeps_the_newest_replies_in_memory_and_every_reply_on_disk(tmp_path, monkeypatch):
+    from edgewise.runtime.reply_cache import use_reply_cache
 
-    from edgewise.runtime.lm import bound_memory_cache
-
-    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path), 10**8, 1_000_000))
-    bound_memory_cache(5)
-    cache = dspy.cache
+    monkeypatch.setitem(dspy.__dict__, "cache", None)  # DSPy's own cache is put back after the test
+    cache = use_reply_cache(tmp_path, memory_entries=5)
+    assert dspy.cache is cache
     assert (cache.memory_cache.maxsize, cache.disk_cache_dir) == (5, str(tmp_path))
     for number in range(8):
         cache.put({"request": number}, {"reply": number})
     assert len(cache.memory_cache) == 5
     assert [cache.get({"request": number}) for number in (0, 7)] == [{"reply": 0}, {"reply": 7}]
-    bound_memory_cache(50)  # never widens it again
-    assert dspy.cache is cache
 
 
 def test_keep_history_is_a_model_flag_of_every_command():

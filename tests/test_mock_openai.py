@@ -30,6 +30,7 @@ from mock_openai import (
     FAULT_KINDS,
     SCHEMA_BREAK_CONTENT,
     UNKNOWN_ENTITY,
+    UNPARSEABLE_CONTENT,
     FaultRate,
     MockOpenAIServer,
     estimate_tokens,
@@ -191,6 +192,27 @@ def test_schema_break_makes_a_dspy_predictor_fail_to_parse() -> None:
         dspy.Predict(Extract)(text="Alice works at Acme.")
 
 
+def test_unparseable_is_prose_and_length_is_half_the_reply_stopped_at_the_token_limit() -> None:
+    with MockOpenAIServer(content=EDGES_REPLY, faults=["unparseable", "length", None]) as server:
+        choices = []
+        for _ in range(3):
+            request = urllib.request.Request(
+                server.api_base + "/chat/completions",
+                data=json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=5) as reply:
+                choices.append(json.load(reply)["choices"][0])
+    found = [(choice["message"]["content"], choice["finish_reason"]) for choice in choices]
+    assert found == [
+        (UNPARSEABLE_CONTENT, "stop"),
+        (EDGES_REPLY[: len(EDGES_REPLY) // 2], "length"),
+        (EDGES_REPLY, "stop"),
+    ]
+    with pytest.raises(ValueError):
+        json.loads(UNPARSEABLE_CONTENT)
+
+
 def test_unknown_entity_rewrites_the_responders_edges() -> None:
     with MockOpenAIServer(content=EDGES_REPLY, faults=["unknown_entity"]) as server:
         (content,) = _lm(server)("hi")
@@ -256,6 +278,8 @@ def test_bad_fault_policies_are_refused() -> None:
         "drop",
         "invalid_json",
         "schema_break",
+        "unparseable",
+        "length",
         "unknown_entity",
     }
 

@@ -152,6 +152,10 @@ def test_pickle_shaped_json_stays_data(artifact: Path, tmp_path: Path) -> None:
     state["extract"]["signature"]["instructions"] = payload
     state["extract"]["py/reduce"] = [{"py/function": "pathlib.Path.touch"}, str(marker)]
     (artifact / PROGRAM_FILE).write_text(json.dumps(state))
+    with pytest.raises(ArtifactError, match="key 'extract.py/reduce' is not allowed"):
+        load(artifact)  # a key a compile never writes
+    del state["extract"]["py/reduce"]
+    (artifact / PROGRAM_FILE).write_text(json.dumps(state))
     program = load(artifact)
     assert program.extract.signature.instructions == payload  # kept as text, not executed
     assert not marker.exists()
@@ -166,7 +170,7 @@ def test_an_lm_class_named_in_program_json_is_not_imported(
     state = json.loads((artifact / PROGRAM_FILE).read_text())
     state["extract"]["lm"] = {"model": "openai/x", "_dspy_lm_class": "evil_lm_module.EvilLM"}
     (artifact / PROGRAM_FILE).write_text(json.dumps(state))
-    with pytest.raises(ArtifactError, match="Refusing to import custom serialized LM class"):
+    with pytest.raises(ArtifactError, match="key 'extract.lm' must be null"):
         load(artifact)
     assert not marker.exists() and "evil_lm_module" not in sys.modules
 
@@ -179,8 +183,9 @@ def test_program_json_cannot_choose_the_model(artifact: Path) -> None:
         "api_key": "k",
     }
     (artifact / PROGRAM_FILE).write_text(json.dumps(state))
-    program = load(artifact)
-    assert all(predictor.lm is None for predictor in program.predictors())
+    with pytest.raises(ArtifactError, match="key 'extract.lm' must be null") as refused:
+        load(artifact)
+    assert "attacker.example" not in str(refused.value)
 
 
 def test_no_pickle_loading_anywhere_in_the_package() -> None:

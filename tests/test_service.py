@@ -575,12 +575,15 @@ def test_serve_keeps_no_record_of_its_calls_unless_told_how_many(
     assert len(base_lm.GLOBAL_HISTORY) == (kept if keep else recorded_before)
 
 
-@pytest.mark.parametrize(("flags", "bounded"), [((), True), (("--no-cache",), False)])
-def test_serve_keeps_few_cached_replies_in_memory(
+@pytest.mark.parametrize(
+    ("flags", "bounded"),
+    [((), False), (("--shared-cache",), True), (("--shared-cache", "--no-cache"), False)],
+)
+def test_serve_caches_replies_only_when_the_cache_is_shared_on_purpose(
     monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...], bounded: bool
 ) -> None:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(serve_cli, "bound_memory_cache", lambda *given: calls.append(given))
+    monkeypatch.setattr(serve_cli, "use_reply_cache", lambda *given: calls.append(given))
     monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
     _run_serve(monkeypatch, "--model", "openai/mock", "--api-base", "http://127.0.0.1:9/v1", *flags)
     assert calls == ([()] if bounded else [])
