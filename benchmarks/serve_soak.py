@@ -609,8 +609,8 @@ Measured by
 (500, 429 with Retry-After {args.retry_after:g} s, a reply {args.slow_seconds:g} s slow against
 `--timeout {args.timeout:g}`, a dropped connection, a 200 that is not JSON), the schedule drawn with
 seed {args.seed}; {args.malformed:.0%} of the request bodies and input lines are malformed. Every
-episode names a guest of its own, so no two share a vocabulary or a cache entry. DSPy's cache:
-{"off (`--no-cache`)" if args.no_cache else "on, as by default, in a fresh folder per run"}. Machine: {os.cpu_count()} CPUs, shared;
+episode names a guest of its own, so no two share a vocabulary or a cache entry. The reply cache:
+{"off (`--no-cache`)" if args.no_cache else "as by default (off in serve, on in extract and Ray), in a fresh folder per run"}. Machine: {os.cpu_count()} CPUs, shared;
 load average (1 min) {load}. RSS is the measured process's
 resident memory in MB (1024 x 1024 bytes).
 
