@@ -37,25 +37,12 @@ from typing import Any, Final, NamedTuple
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fault_injection import REPLY
 from harness import free_port, progress, script_parser
 from mock_openai import FaultRate, MockOpenAIServer, prompt_text
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "security_probe.md"
 SECRET: Final = "sk-SECRET123"
-REPLY: Final = json.dumps(
-    {
-        "edges": [
-            {
-                "relationshipType": "WORKS_AT",
-                "sourceEntityName": "Alice",
-                "targetEntityName": "Acme Corp",
-                "fact": "Alice joined Acme Corp.",
-                "validAt": "2021",
-                "invalidAt": None,
-            }
-        ]
-    }
-)
 UNREADABLE: Final = ("schema_break", "unparseable", "length")
 LIMIT_S: Final = 600.0
 ASKED_ID: Final = re.compile(r"note p2 (\d+)\)")
