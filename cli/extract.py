@@ -24,6 +24,7 @@ from edgewise.cli.options import (
     add_program_argument,
     config_from_args,
 )
+from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import (
@@ -207,6 +208,7 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         use_reply_cache()
     choice = choose_program(args.baseline or args.program, config.model)
     program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
+    config = config.model_copy(update={"lora_adapter": program_adapter(program, config.model)})
     started = time.monotonic()
     summary = BatchSummary()
     with ExitStack() as stack:

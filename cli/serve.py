@@ -18,6 +18,7 @@ from typing import Any, Final
 from edgewise.cli import add_command
 from edgewise.cli.flags import above, at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
+from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.lm import open_lm
 from edgewise.runtime.reply_cache import use_reply_cache
@@ -222,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         use_reply_cache()
     choice = choose_program(args.program, config.model)
     program = resolve_program(choice.name)
+    config = config.model_copy(update={"lora_adapter": program_adapter(program, config.model)})
     with open_lm(config) as lm:
         print(f"edgewise serve: {choice.notice()}", file=sys.stderr)
         lifecycle = Lifecycle(args.shutdown_timeout)

@@ -49,6 +49,8 @@ from edgewise.eval.pricing import price_usd
 from edgewise.eval.records import Counts, EpisodeScore
 from edgewise.eval.report import write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
+from edgewise.programs.artifact_errors import ArtifactError
+from edgewise.programs.lora_adapter import program_adapter
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
 from edgewise.signatures.episode import Episode
@@ -373,45 +375,69 @@ def _run_models(
     try:
         for config in models:
             label = table_model_label(config)
-            stack = ExitStack()
-            try:
-                lm = stack.enter_context(lm_factory(config))
-            except Exception as error:  # noqa: BLE001  (a model that cannot start is reported; others run)
-                stack.close()
-                message = redact(f"could not open the model: {type(error).__name__}: {error}", config)
-                for spec in programs:
-                    report.runs.append(
-                        RunSummary(
-                            model=label,
-                            program=spec,
-                            reflexion_rounds=report.reflexion_rounds,
-                            episodes_planned=len(jobs),
-                            error=message[:_ERROR_MESSAGE_CHARS],
+            for served, group in _served_groups(config, programs, report, len(jobs)):
+                stack = ExitStack()
+                try:
+                    lm = stack.enter_context(lm_factory(served))
+                except Exception as error:  # noqa: BLE001  (a model that cannot start is reported; others run)
+                    stack.close()
+                    message = redact(f"could not open the model: {type(error).__name__}: {error}", config)
+                    for spec in group:
+                        report.runs.append(_unrun(report, label, spec, len(jobs), message))
+                    continue
+                with stack, _no_cache(lm), lm_context(lm):
+                    for spec, program in group.items():
+                        state = _RunState(
+                            RunSummary(
+                                model=label,
+                                program=spec,
+                                reflexion_rounds=report.reflexion_rounds,
+                                episodes_planned=len(jobs),
+                            ),
+                            served,
+                            open_vocabulary=report.open_vocabulary,
                         )
-                    )
-                continue
-            with stack, _no_cache(lm), lm_context(lm):
-                for spec, program in programs.items():
-                    state = _RunState(
-                        RunSummary(
-                            model=label,
-                            program=spec,
-                            reflexion_rounds=report.reflexion_rounds,
-                            episodes_planned=len(jobs),
-                        ),
-                        config,
-                        open_vocabulary=report.open_vocabulary,
-                    )
-                    _run_program(state, program, jobs, workers=workers, progress=progress, log=log)
-                    report.runs.append(_finish(state, seed=report.seed, complete=True))
-                    state = None
-                    if out_path is not None:
-                        compare_to_baseline(report)
-                        so_far = report.model_copy(update={"partial": True})
-                        write_results_json(so_far, out_path)
-                        write_html(so_far, out_path, plot=False)
+                        _run_program(state, program, jobs, workers=workers, progress=progress, log=log)
+                        report.runs.append(_finish(state, seed=report.seed, complete=True))
+                        state = None
+                        if out_path is not None:
+                            compare_to_baseline(report)
+                            so_far = report.model_copy(update={"partial": True})
+                            write_results_json(so_far, out_path)
+                            write_html(so_far, out_path, plot=False)
     except KeyboardInterrupt:
         raise _Interrupted(state) from None
+
+
+def _unrun(report: BenchReport, label: str, spec: str, planned: int, message: str) -> RunSummary:
+    """The run of a program that could not start on a model, with the reason."""
+    return RunSummary(
+        model=label,
+        program=spec,
+        reflexion_rounds=report.reflexion_rounds,
+        episodes_planned=planned,
+        error=message[:_ERROR_MESSAGE_CHARS],
+    )
+
+
+def _served_groups(
+    config: LMConfig, programs: dict[str, dspy.Module], report: BenchReport, planned: int
+) -> list[tuple[LMConfig, dict[str, dspy.Module]]]:
+    """`programs` grouped by the model settings each runs on, in their order: a fine-tuned program
+    runs on `config`'s model with its adapter (one server per adapter), every other on `config`.
+
+    A program whose adapter belongs to another model gets a run that says so, and the rest go on.
+    """
+    groups: dict[Path | None, tuple[LMConfig, dict[str, dspy.Module]]] = {}
+    for spec, program in programs.items():
+        try:
+            adapter = program_adapter(program, config.model)
+        except ArtifactError as error:
+            report.runs.append(_unrun(report, table_model_label(config), spec, planned, str(error)))
+            continue
+        served = config if adapter is None else config.model_copy(update={"lora_adapter": adapter})
+        groups.setdefault(adapter, (served, {}))[1][spec] = program
+    return list(groups.values())
 
 
 def _run_program(

@@ -115,6 +115,7 @@ class EdgewiseLLMClient(LLMClient):
         **lm_options: Any,
     ) -> None:
         super().__init__(getattr(inner, "config", None) or LLMConfig(), cache=False)
+        from edgewise.programs.lora_adapter import program_adapter
         from edgewise.programs.names import choose_program, resolve_program
         from edgewise.runtime.lm import LMConfig
 
@@ -127,7 +128,10 @@ class EdgewiseLLMClient(LLMClient):
         self._closed_program = resolve_program(choice.name)
         self._open_program = resolve_program(choice.name, open_types=True)
         self._lm = lm
-        self._lm_config = None if lm is not None else config
+        # A fine-tuned program's adapter goes to the server edgewise starts (an `lm` of the caller's
+        # own is used as given).
+        adapter = program_adapter(self._closed_program, config.model) if lm is None else None
+        self._lm_config = None if lm is not None else config.model_copy(update={"lora_adapter": adapter})
         self._stack = ExitStack()
         self._lock = threading.Lock()
         self._attributes: dict[str, list[EdgeAttribute]] = graphiti_attributes(edge_types or {})

@@ -78,3 +78,13 @@ def verified_adapter(directory: Path, record: LoraAdapterRecord) -> LoraAdapter:
             "(train it again with `edgewise optimize --optimizer finetune`)"
         )
     return LoraAdapter(path, record)
+
+
+def program_adapter(program: object, model: str) -> Path | None:
+    """The adapter file `program` must be served with on `model`; None when it carries none.
+
+    A fine-tuned program run without its adapter is a different program, and one run on another
+    model computes nonsense, so both are refused here (`LoraAdapter.for_model`) rather than run.
+    """
+    adapter = getattr(program, ADAPTER_ATTRIBUTE, None)
+    return adapter.for_model(model) if isinstance(adapter, LoraAdapter) else None

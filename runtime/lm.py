@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 from typing import Any, Final, Literal
 
 import dspy
@@ -74,6 +75,10 @@ class LMConfig(BaseModel):
     and each calling module's), a debugging aid; 0 keeps none, as a process that runs for weeks must."""
     local_slots: int = Field(default=1, ge=1)
     """Parallel slots of the bundled local model's server: replies one request may sample (`n`)."""
+    lora_adapter: Path | None = None
+    """A LoRA adapter GGUF the bundled local model's server adds to its weights (a fine-tuned
+    program's: `edgewise.programs.lora_adapter.program_adapter(program, model)` gives it). Only a
+    local model takes one: edgewise cannot change the weights of a server it did not start."""
 
     def __init__(self, /, **data: Any) -> None:
         unknown = sorted(set(data) - set(type(self).model_fields))
@@ -358,12 +363,19 @@ def build_lm(config: LMConfig, *, model_name: str | None = None, api_base: str |
 def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
     """Yield the LM; for `local` models, start the managed llama.cpp server first and stop it after."""
     if not config.is_local:
+        if config.lora_adapter is not None:
+            raise LMConfigError(
+                f"a LoRA adapter ({config.lora_adapter.name}) runs only on the local model edgewise starts "
+                f"(--model local/<name>); {config.model} is served elsewhere, so start that server with "
+                "the adapter (llama-server --lora FILE) and run a program without one"
+            )
         yield build_lm(config)
         return
-    from edgewise.local.local_models import resolve_local_model
+    from edgewise.local.local_models import file_sha256, resolve_local_model
     from edgewise.local.local_server import LocalServer
 
     spec = resolve_local_model(config.model)
+    adapter = config.lora_adapter
     local = config.model_copy(
         update={
             "response_format": "json_schema" if config.response_format == "auto" else config.response_format,
@@ -372,9 +384,13 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
             "timeout_s": max(config.timeout_s, LOCAL_TIMEOUT_S),
         }
     )
-    with LocalServer(spec, slots=config.local_slots) as server:
-        # Its port is new every run: cached replies are found by the model file it serves.
-        name_endpoint(server.api_base, f"{LOCAL_PREFIX}/{spec.name}@sha256:{spec.sha256}")
+    weights = f"{LOCAL_PREFIX}/{spec.name}@sha256:{spec.sha256}"
+    if adapter is not None:
+        weights += f"+lora@sha256:{file_sha256(adapter)}"
+    with LocalServer(spec, slots=config.local_slots, lora=adapter) as server:
+        # Its port is new every run: cached replies are found by the weights it serves (the model
+        # file, and the adapter added to it).
+        name_endpoint(server.api_base, weights)
         yield build_lm(
             local,
             model_name=f"openai/{server.model_name}",
