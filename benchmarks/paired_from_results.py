@@ -21,6 +21,9 @@ that did not parse; failed ones, a model call that failed.
         benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \\
         --baseline baseline-v1 --programs baseline-v1,qwen2.5-coder-1.5b-program \\
         --episodes runs/results/test-150.jsonl
+    python benchmarks/paired_from_results.py benchmarks/results/finetune-0.5b/test-conversational-chunk-* \\
+        benchmarks/results/test-program-v2-1.5b/conversational-chunk-* --baseline qwen2.5-coder-1.5b-program-v2 \\
+        --baseline-model local/qwen2.5-coder-1.5b --episodes runs/results/test-conversational-no-attributes.jsonl
 """
 
 from __future__ import annotations
@@ -139,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--programs", help="only these programs, comma-separated (default: every program of the benches)"
     )
+    parser.add_argument(
+        "--baseline-model",
+        help="take the baseline's episodes from this model's run and pair every model's programs with it "
+        "(a program on a smaller model against another model's program); default: each model's own",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     runs = merged_runs(args.results_dirs)
@@ -153,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             for (m, program), run in runs.items()
             if m == model and (chosen is None or program in chosen)
         }
+        if args.baseline_model is not None and model != args.baseline_model:
+            if (args.baseline_model, args.baseline) not in runs:
+                raise SystemExit(f"{args.baseline!r} was not benched on {args.baseline_model}")
+            merged[args.baseline] = runs[(args.baseline_model, args.baseline)]
         programs = {program: run.episodes for program, run in merged.items()}
         if args.baseline not in programs:
             raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(programs)})")
@@ -185,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             rows.append(
                 {
-                    "model": model,
+                    "model": args.baseline_model
+                    if program == args.baseline and args.baseline_model
+                    else model,
                     "program": program,
                     **summary(episodes, pooled_counts(merged[program], {e.id for e in episodes})),
                     "baseline": args.baseline,

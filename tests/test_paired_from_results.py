@@ -67,3 +67,32 @@ def test_attribute_accuracy_and_its_paired_difference_are_the_bench_s_own(tmp_pa
             assert row["attribute_difference"] is None
         else:
             assert row["attribute_difference"] == run.comparison.attribute_accuracy.model_dump()
+
+
+def test_a_program_on_another_model_pairs_with_the_baseline_model_s_run(tmp_path) -> None:
+    folder = RESULTS / "test-conversational-open-1.5b"
+    report = BenchReport.model_validate_json((folder / "results.json").read_bytes())
+    baseline = "graphiti-structured"
+    other = next(run.program for run in report.runs if run.program != baseline)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for run in report.runs:
+        if run.program == other:
+            run.model = "local/qwen2.5-coder-0.5b"
+    (moved / "results.json").write_text(report.model_dump_json())
+    same, across = tmp_path / "same.json", tmp_path / "across.json"
+    assert paired_from_results.main([str(folder), "--baseline", baseline, "--json", str(same)]) == 0
+    arguments = [str(moved), "--baseline", baseline, "--baseline-model", "local/qwen2.5-coder-1.5b"]
+    assert paired_from_results.main([*arguments, "--json", str(across)]) == 0
+    row_same = next(row for row in json.loads(same.read_text()) if row["program"] == other)
+    row_across = next(
+        row
+        for row in json.loads(across.read_text())
+        if (row["model"], row["program"]) == ("local/qwen2.5-coder-0.5b", other)
+    )
+    assert row_across["difference"] is not None
+    assert (row_across["difference"], row_across["low"], row_across["high"]) == (
+        row_same["difference"],
+        row_same["low"],
+        row_same["high"],
+    )
