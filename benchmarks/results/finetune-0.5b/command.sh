@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Reproduces this folder: a LoRA adapter of the 0.5B trained on the train split's gold replies
+# (`edgewise optimize --optimizer finetune`), judged against the 0.5B's own program without it, and
+# against the 1.5B's qwen2.5-coder-1.5b-program-v2 and baseline-v1 (their test bench:
+# benchmarks/results/test-program-v2-1.5b). Benches run in resumable chunks (a complete chunk is
+# skipped, so the same command resumes); the training resumes from runs/qwen2.5-coder-0.5b-lora.training.
+# Needs runs/results/test-conversational-no-attributes.jsonl (benchmarks/results/test-recall-program-1.5b/command.sh
+# writes it from STEPS=1 bash benchmarks/run_results.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=benchmarks/results/finetune-0.5b
+TUNED=runs/qwen2.5-coder-0.5b-lora
+# 1. Training: 1 epoch over the 355 exhaustively labeled train episodes, adapters on the top 12 of 24
+#    blocks (rank 16, all seven linear layers), 4 examples a step; the same command resumes.
+edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --out "$TUNED" \
+  --epochs 1 --top-layers 12 --batch-size 4 --dev-size 16 --max-minutes 85 --checkpoint-minutes 5 \
+  > "$OUT/training.txt"
+# 2. The 53 test conversations (attribute schemas stripped, as the 1.5B's v2 bench sent them).
+python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attributes.jsonl --chunks 2 \
+  --chunk-dir runs/chunks/finetune --out "$OUT/test-conversational-chunk-{n}" -- \
+  --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
+# 3. The dev judgement: all 164 dev episodes as they are.
+python benchmarks/bench_in_chunks.py data/episodes/dev.jsonl --chunks 4 \
+  --chunk-dir runs/chunks/finetune --out "$OUT/dev-chunk-{n}" -- \
+  --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
+# 4. Pairings (no model call).
+python benchmarks/paired_from_results.py "$OUT"/dev-chunk-* --baseline default > "$OUT/paired_dev.md"
+python - <<'PY'
+import json
+from pathlib import Path
+rows = [json.loads(line) for line in Path("data/episodes/dev.jsonl").open(encoding="utf-8")]
+Path("runs/results/dev-conversational.jsonl").write_text(
+    "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows if row["source"] == "conversational"),
+    encoding="utf-8",
+)
+PY
+python benchmarks/paired_from_results.py "$OUT"/dev-chunk-* --baseline default \
+  --episodes runs/results/dev-conversational.jsonl > "$OUT/paired_dev_conversational.md"
+python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline default \
+  > "$OUT/paired_test_conversational.md"
+V2=benchmarks/results/test-program-v2-1.5b
+for BASE in qwen2.5-coder-1.5b-program-v2 baseline-v1; do
+  python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* "$V2"/conversational-chunk-* \
+    --baseline "$BASE" --baseline-model local/qwen2.5-coder-1.5b --programs "$BASE,$TUNED,default" \
+    --episodes runs/results/test-conversational-no-attributes.jsonl >> "$OUT/paired_test_conversational.md"
+done
