@@ -36,8 +36,9 @@ from edgewise.eval.paired import paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.attribute_grounding import ground_attributes
+from edgewise.modules.call_context import CallContext
 from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge, ExtractionWarning
+from edgewise.signatures.types import Edge
 
 
 def _gold_attributes(episode: LabeledEpisode, edges: list[Edge]) -> dict[int, dict]:
@@ -100,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         for episode in folders.episodes:
             prediction = predictions[episode.id]
             edges, score = rescored(episode, prediction)
-            warnings: list[ExtractionWarning] = []
-            grounded = ground_attributes(edges, episode, warnings)
+            context = CallContext()
+            grounded = ground_attributes(edges, episode, context)
             gold = _gold_attributes(episode, edges)
             for index, (old, new) in enumerate(zip(edges, grounded, strict=True)):
                 for name, value in old.attributes.items():

@@ -47,6 +47,7 @@ from edgewise.eval.matching import episode_views, match_edges
 from edgewise.eval.paired import paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.fact_dates import dates_from_facts
@@ -57,12 +58,12 @@ from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 Step = Callable[[list[Edge], LabeledEpisode, list[ExtractionWarning]], list[Edge]]
 
 
-def _fact_dates(edges: list[Edge], episode: LabeledEpisode, warnings: list[ExtractionWarning]) -> list[Edge]:
-    return dates_from_facts(edges, episode.reference_time, warnings)
+def _fact_dates(edges: list[Edge], episode: LabeledEpisode, context: CallContext) -> list[Edge]:
+    return dates_from_facts(edges, episode.reference_time, context)
 
 
-def _guards(edges: list[Edge], episode: LabeledEpisode, warnings: list[ExtractionWarning]) -> list[Edge]:
-    return guard_dates(edges, episode.episode_content, episode.reference_time, warnings)
+def _guards(edges: list[Edge], episode: LabeledEpisode, context: CallContext) -> list[Edge]:
+    return guard_dates(edges, episode.episode_content, episode.reference_time, context)
 
 
 class Variant(NamedTuple):
@@ -150,8 +151,9 @@ def replay(
     to a matched edge is listed in `matched_changes`."""
     new = edges
     for step in steps:
-        warnings: list[ExtractionWarning] = []
-        changed = step(new, episode, warnings)
+        context = CallContext()
+        warnings = context.warnings
+        changed = step(new, episode, context)
         old_right = valid_at_verdicts(episode, new)
         new_right = valid_at_verdicts(episode, changed)
         for index, (old_edge, new_edge) in enumerate(zip(new, changed, strict=True)):
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             edges, _ = rescored(episode, prediction)
             if fact_dates_on:
                 again = dates_from_facts(
-                    edges_before_fact_dates(edges, prediction.warnings), episode.reference_time, []
+                    edges_before_fact_dates(edges, prediction.warnings), episode.reference_time, CallContext()
                 )
                 checks["reproduced" if again == edges else "differs"] += 1
         rows: dict[str, dict[str, list[EpisodeScore]]] = {}

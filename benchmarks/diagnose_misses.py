@@ -54,6 +54,7 @@ from edgewise.eval.matching import normalize_type
 from edgewise.eval.paired import paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import normalize_name
@@ -199,7 +200,7 @@ def replayed(option: str | None, episode: LabeledEpisode, edges: list[Edge]) -> 
     if option is None:
         return edges
     if option == "speaker_names":
-        return add_speaker_names(edges, episode.episode(), [])
+        return add_speaker_names(edges, episode.episode(), CallContext())
     raise ValueError(f"--replay: unknown option {option!r}; choose from {', '.join(REPLAYS)}")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from harness import script_parser
 
 from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.options import ProgramOptions
+from edgewise.modules.options import FLAT_NAMES, ProgramOptions
 from edgewise.optimize.program_search import build_program
 from edgewise.programs.artifact import new_manifest, read_manifest, resolve_artifact_dir, save
 from edgewise.programs.names import resolve_program
@@ -53,10 +53,8 @@ def parse_changes(pairs: list[str]) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        if name not in ProgramOptions.model_fields or not value:
-            raise SystemExit(
-                f"--set {pair!r}: expected NAME=VALUE, NAME one of {', '.join(ProgramOptions.model_fields)}"
-            )
+        if name not in FLAT_NAMES or not value:
+            raise SystemExit(f"--set {pair!r}: expected NAME=VALUE, NAME one of {', '.join(FLAT_NAMES)}")
         changes[name] = {"true": True, "false": False}.get(value.lower(), value)
     return changes
 

@@ -40,6 +40,7 @@ from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
 from edgewise.eval.paired import paired_difference
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.quoted_text import drop_quoted_facts
 from edgewise.signatures.gold import LabeledEpisode
 from edgewise.signatures.types import Edge, ExtractionWarning
@@ -71,8 +72,9 @@ def checked(
     dropped: list[tuple[int, ExtractionWarning]] = []
     for index, edge in enumerate(edges):
         key = (edge.relationship_type, edge.source_entity_name, edge.target_entity_name, edge.fact)
-        warnings: list[ExtractionWarning] = []
-        if key in added or drop_quoted_facts([edge], episode, warnings):
+        context = CallContext()
+        warnings = context.warnings
+        if key in added or drop_quoted_facts([edge], episode, context):
             kept.append(edge)
         else:
             dropped.append((index, warnings[0]))

@@ -25,6 +25,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
+from edgewise.modules.call_context import CallContext
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.types import Edge, ExtractionWarning
 
@@ -61,7 +62,7 @@ def _episode_words(episode: Episode) -> str:
     return " " + " | ".join(runs) + " "
 
 
-def ground_attributes(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
+def ground_attributes(edges: list[Edge], episode: Episode, context: CallContext) -> list[Edge]:
     """The edges with their own ends taken out of their text attribute values, and every value the
     episode does not state dropped, each change with a warning."""
     text = _episode_words(episode)
@@ -70,11 +71,11 @@ def ground_attributes(edges: list[Edge], episode: Episode, warnings: list[Extrac
         kept = {}
         for name, value in edge.attributes.items():
             if isinstance(value, str):
-                value = _without_own_ends(edge, name, value, warnings)
+                value = _without_own_ends(edge, name, value, context)
                 if value is None:
                     continue
                 if not _stated(value, text):
-                    warnings.append(
+                    context.warn(
                         ExtractionWarning(
                             code="attribute_ungrounded",
                             message=f"dropped: {name}={value!r} is not in the episode's words",
@@ -87,7 +88,7 @@ def ground_attributes(edges: list[Edge], episode: Episode, warnings: list[Extrac
     return grounded
 
 
-def _without_own_ends(edge: Edge, name: str, value: str, warnings: list[ExtractionWarning]) -> str | None:
+def _without_own_ends(edge: Edge, name: str, value: str, context: CallContext) -> str | None:
     """`value` without the items that name the edge's source or target; None when nothing else is left."""
     ends = {value_items(edge.source_entity_name), value_items(edge.target_entity_name)}
     parts = [part for part in _ITEM_SEPARATORS.split(value) if value_items(part) is not None]
@@ -95,7 +96,7 @@ def _without_own_ends(edge: Edge, name: str, value: str, warnings: list[Extracti
     if len(others) == len(parts):
         return value
     left = " and ".join(part.strip() for part in others) or None
-    warnings.append(
+    context.warn(
         ExtractionWarning(
             code="attribute_own_end",
             message=f"{name}={value!r} names the edge's own "

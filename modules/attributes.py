@@ -1,6 +1,7 @@
 """How a program fills the attributes its edges' relationship types declare: three formulations.
 
-`ProgramOptions.attributes` chooses one; an edge of a type that declares no attributes costs nothing
+`ProgramOptions.attributes` chooses one (the program runs the step of that formulation:
+`modules.steps`); an edge of a type that declares no attributes costs nothing
 in any of them.
 
 - `per-edge` (the default, the seed's): one `ExtractEdgeAttributes` call per such edge, whose reply type
@@ -26,14 +27,13 @@ from typing import Any, Final
 import dspy
 from pydantic import ValidationError
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step, predicting
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
 from edgewise.modules.vocabulary import reply_item_schema
 from edgewise.signatures.attributes_in_reply import (
-    ATTRIBUTES_INPUT,
     EDGES_FIELD,
-    relationship_attributes,
     with_attributes_in_reply,
 )
 from edgewise.signatures.episode import Episode
@@ -46,7 +46,7 @@ from edgewise.signatures.extract_edge_attributes import (
 from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_schema
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import ReplySchemas, reply_schemas, with_reply_schemas
-from edgewise.signatures.types import AttributeValue, Edge, EdgeType, ExtractionWarning, StepUsage, format_utc
+from edgewise.signatures.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 
 STEP_ATTRIBUTES: Final = "attributes"
 _NO_ATTRIBUTES: Final[dict[str, Any]] = {
@@ -55,13 +55,6 @@ _NO_ATTRIBUTES: Final[dict[str, Any]] = {
     "required": [],
     "additionalProperties": False,
 }
-
-
-def check_attribute_options(options: ProgramOptions, output_shape: str) -> None:
-    """Attributes in the extraction reply need the seed's reply shape (`ProgramOptions` checks the rest:
-    the edges formulation, without a fact span). Edges a gleaning turn adds carry no attributes."""
-    if options.attributes == "in-extraction" and output_shape != "seed":
-        raise ValueError("attributes in the extraction reply need the seed reply shape")
 
 
 def attributes_predictor(options: ProgramOptions) -> dspy.Predict:
@@ -80,28 +73,6 @@ def extraction_signature(signature: type[dspy.Signature], options: ProgramOption
     if options.attributes != "in-extraction":
         return signature
     return with_attributes_in_reply(signature)
-
-
-def episode_extraction(
-    signature: type[dspy.Signature],
-    vocabulary: ReplySchemas,
-    inputs: dict[str, Any],
-    episode: Episode,
-    options: ProgramOptions,
-    type_key: str,
-) -> tuple[ReplySchemas, dict[str, Any]]:
-    """One episode's extraction call: its reply schemas and inputs; with `in-extraction`, the attribute
-    schema and the ATTRIBUTES input.
-
-    `signature` is the extraction predictor's, `vocabulary` the episode's vocabulary schemas for it;
-    `type_key` names the reply's type property.
-    """
-    if options.attributes != "in-extraction":
-        return vocabulary, inputs
-    return in_reply_schema(signature, vocabulary, episode, type_key), {
-        **inputs,
-        ATTRIBUTES_INPUT: relationship_attributes(episode),
-    }
 
 
 def in_reply_schema(
@@ -147,29 +118,11 @@ def _alternative(
     return schema
 
 
-def fill_attributes(
-    options: ProgramOptions,
-    predictor: dspy.Predict,
-    edges: list[Edge],
-    raw: list[ExtractedEdge],
-    episode: Episode,
-    usage: dict[str, StepUsage],
-    warnings: list[ExtractionWarning],
-) -> list[Edge]:
-    """The edges with their attributes, by the program's formulation (`raw`: the model's own edges)."""
-    if options.attributes == "in-extraction":
-        return _from_reply(edges, raw, episode, warnings)
-    if options.attributes == "per-episode":
-        return _per_episode(predictor, edges, episode, usage, warnings)
-    return _per_edge(predictor, edges, episode, usage, warnings)
-
-
-def _per_edge(
+def per_edge(
     predictor: dspy.Predict,
     edges: list[Edge],
     episode: Episode,
-    usage: dict[str, StepUsage],
-    warnings: list[ExtractionWarning],
+    context: CallContext,
 ) -> list[Edge]:
     """One attribute call per edge whose type declares attributes; other edges cost nothing."""
     filled: list[Edge] = []
@@ -185,21 +138,20 @@ def _per_edge(
             reference_time=format_utc(episode.reference_time),
             fact=fact_row(edge),
         )
-        reply = call_step(STEP_ATTRIBUTES, usage, warnings, ask)
+        reply = call_step(STEP_ATTRIBUTES, context, ask)
         if reply is None:
             filled.append(edge)
             continue
         values = reply.attributes.model_dump() if reply.attributes is not None else {}
-        filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, warnings)}))
+        filled.append(edge.model_copy(update={"attributes": cap_attributes(values, edge, context)}))
     return filled
 
 
-def _per_episode(
+def per_episode(
     predictor: dspy.Predict,
     edges: list[Edge],
     episode: Episode,
-    usage: dict[str, StepUsage],
-    warnings: list[ExtractionWarning],
+    context: CallContext,
 ) -> list[Edge]:
     """One attribute call for every edge whose type declares attributes, one reply slot per edge."""
     targets = [
@@ -225,12 +177,12 @@ def _per_episode(
         facts=facts,
     )
     with reply_schemas(schemas):
-        reply = call_step(STEP_ATTRIBUTES, usage, warnings, ask)
+        reply = call_step(STEP_ATTRIBUTES, context, ask)
     if reply is None:
         return edges
     slots = list(reply.attributes or [])
     if len(slots) != len(targets):
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="attributes_mismatch",
                 message=f"the attribute step answered {len(slots)} times for {len(targets)} facts: "
@@ -242,13 +194,13 @@ def _per_episode(
     for (position, edge_type), values in zip(targets, slots, strict=True):
         edge = edges[position]
         filled[position] = edge.model_copy(
-            update={"attributes": typed_values(edge_type, values, edge, warnings)}
+            update={"attributes": typed_values(edge_type, values, edge, context)}
         )
     return filled
 
 
-def _from_reply(
-    edges: list[Edge], raw: list[ExtractedEdge], episode: Episode, warnings: list[ExtractionWarning]
+def from_reply(
+    edges: list[Edge], raw: list[ExtractedEdge], episode: Episode, context: CallContext
 ) -> list[Edge]:
     """The attributes each raw edge carried, on the clean edge made from it.
 
@@ -268,12 +220,12 @@ def _from_reply(
         if edge_type is None or not edge_type.attributes or not values:
             filled.append(edge)
             continue
-        filled.append(edge.model_copy(update={"attributes": typed_values(edge_type, values, edge, warnings)}))
+        filled.append(edge.model_copy(update={"attributes": typed_values(edge_type, values, edge, context)}))
     return filled
 
 
 def typed_values(
-    edge_type: EdgeType, values: Any, edge: Edge, warnings: list[ExtractionWarning]
+    edge_type: EdgeType, values: Any, edge: Edge, context: CallContext
 ) -> dict[str, AttributeValue]:
     """`values` as `edge_type`'s attributes: its names only, each of its kind (coerced as the per-edge
     reply type coerces it), nulls left out; a name or value that does not fit is dropped with a warning."""
@@ -281,7 +233,7 @@ def typed_values(
     given = values if isinstance(values, dict) else {}
     unknown = sorted(set(given) - declared)
     if unknown:
-        warnings.append(
+        context.warn(
             _attribute_warning(f"dropped: {', '.join(unknown)} not declared by {edge_type.name}", edge)
         )
     kept = {name: value for name, value in given.items() if name in declared}
@@ -290,9 +242,9 @@ def typed_values(
         parsed = model.model_validate(kept)
     except ValidationError as error:
         bad = sorted({str(detail["loc"][0]) for detail in error.errors() if detail["loc"]})
-        warnings.append(_attribute_warning(f"dropped: {', '.join(bad)} not of the declared kind", edge))
+        context.warn(_attribute_warning(f"dropped: {', '.join(bad)} not of the declared kind", edge))
         parsed = model.model_validate({name: value for name, value in kept.items() if name not in bad})
-    return cap_attributes(parsed.model_dump(), edge, warnings)
+    return cap_attributes(parsed.model_dump(), edge, context)
 
 
 def _attribute_warning(message: str, edge: Edge) -> ExtractionWarning:

@@ -31,8 +31,9 @@ from typing import Any, Final, NamedTuple, TypeVar
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.modules.call_context import PARSE_FAILURE, CallContext
 from edgewise.modules.usage import track_step
-from edgewise.signatures.types import ExtractionWarning, StepUsage
+from edgewise.signatures.types import ExtractionWarning
 
 T = TypeVar("T")
 
@@ -84,13 +85,12 @@ def retry_settings(lm: Any = None) -> dict[str, Any]:
 
 def parse_failure_warning(step: str, problem: str) -> ExtractionWarning:
     """The warning a step's reply leaves when it failed on its retry too."""
-    return ExtractionWarning(code="parse_failure", message=f"{step}: {problem}, on its retry too")
+    return ExtractionWarning(code=PARSE_FAILURE, message=f"{step}: {problem}, on its retry too")
 
 
 def call_step(
     step: str,
-    usage: dict[str, StepUsage],
-    warnings: list[ExtractionWarning],
+    context: CallContext,
     ask: Callable[[dict[str, Any]], T],
     *,
     unparsed: tuple[type[Exception], ...] = (AdapterParseError,),
@@ -102,10 +102,11 @@ def call_step(
     time, `retry_settings()` the second) and returns the parsed reply, raising one of `unparsed` when
     it cannot. A reply that fails twice leaves a `parse_failure` warning; the step then gets the
     retry's reply when it parsed (cut at the token limit: what was written before the cut), else None.
+    The calls' usage and the warning go to `context`, the extraction's own.
     """
     reply: T | None = None
     problem = ""
-    with track_step(step, usage):
+    with track_step(step, context):
         for settings in ({}, retry_settings(lm)):
             error: Exception | None = None
             with _noting() as notes:
@@ -121,7 +122,7 @@ def call_step(
                 return reply
             for note in notes:
                 note.forget()
-    warnings.append(parse_failure_warning(step, problem))
+    context.warn(parse_failure_warning(step, problem))
     return reply
 
 

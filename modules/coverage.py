@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_by_entity import EntitySlot
@@ -24,7 +25,7 @@ MAX_SLOTS: Final = 16
 MAX_EDGES_PER_SLOT: Final = 6
 
 
-def slot_entities(episode: Episode, warnings: list[ExtractionWarning]) -> list[str]:
+def slot_entities(episode: Episode, context: CallContext) -> list[str]:
     """The entities in slot order: first mention in the current episode, then the unmentioned ones."""
     content = episode.episode_content.casefold()
 
@@ -36,7 +37,7 @@ def slot_entities(episode: Episode, warnings: list[ExtractionWarning]) -> list[s
     ranked = sorted(enumerate(entity.name for entity in episode.entities), key=mention)
     names = [name for _, name in ranked]
     if len(names) > MAX_SLOTS:
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="entities_capped",
                 message=f"{len(names)} entities, {MAX_SLOTS} answered for (the rest are mentioned later "

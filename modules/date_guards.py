@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Final, Literal, NamedTuple
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.fact_dates import ENDED, TIME_EXPRESSIONS, date_from_fact
 from edgewise.modules.time_words import resolve_time_words
 from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
@@ -331,7 +332,7 @@ def _date_text(value: datetime | None) -> str:
 
 
 def guard_dates(
-    edges: list[Edge], content: str, reference_time: datetime, warnings: list[ExtractionWarning]
+    edges: list[Edge], content: str, reference_time: datetime, context: CallContext
 ) -> list[Edge]:
     """Each edge with the first of the four guards that applies to its dates, with its warning.
 
@@ -343,7 +344,7 @@ def guard_dates(
         before = _date_text(edge.valid_at)
         if _names_thing(edge, content, reference_time):
             thing = _date_without_things(edge, reference_time)
-            warnings.append(
+            context.warn(
                 _warning(
                     "date_names_thing",
                     f"validAt {before} set to {_date_text(thing)}: the number it was read from names a thing",
@@ -352,14 +353,14 @@ def guard_dates(
             )
             guarded.append(edge.model_copy(update={"valid_at": thing}))
         elif _cancelled_plan(edge, content, reference_time):
-            warnings.append(
+            context.warn(
                 _warning(
                     "date_cancelled_plan", f"validAt {before} set to null: a plan the text calls off", edge
                 )
             )
             guarded.append(edge.model_copy(update={"valid_at": None}))
         elif edge.valid_at == reference_time and _no_start(edge, reference_time):
-            warnings.append(
+            context.warn(
                 _warning(
                     "date_no_start",
                     f"validAt {before} (REFERENCE_TIME) set to null: the fact ended or is past and states "
@@ -369,7 +370,7 @@ def guard_dates(
             )
             guarded.append(edge.model_copy(update={"valid_at": None}))
         elif _end_as_start(edge, reference_time):
-            warnings.append(
+            context.warn(
                 _warning(
                     "date_end_as_start",
                     f"validAt {before} moved to invalidAt: it is the time the fact names as its end",

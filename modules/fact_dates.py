@@ -14,6 +14,7 @@ import re
 from datetime import datetime
 from typing import Final
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.time_words import resolve_time_words
 from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 
@@ -59,9 +60,7 @@ def date_from_fact(fact: str, reference_time: datetime) -> datetime | None:
     return None
 
 
-def dates_from_facts(
-    edges: list[Edge], reference_time: datetime, warnings: list[ExtractionWarning]
-) -> list[Edge]:
+def dates_from_facts(edges: list[Edge], reference_time: datetime, context: CallContext) -> list[Edge]:
     """Each edge whose validAt is REFERENCE_TIME or null takes the time its fact names, with a warning."""
     changed: list[Edge] = []
     for edge in edges:
@@ -73,7 +72,7 @@ def dates_from_facts(
             changed.append(edge)
             continue
         before = format_utc(edge.valid_at) if edge.valid_at else "null"
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="date_from_fact",
                 message=f"validAt {before} set to {format_utc(found)}, the time the fact names",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, NamedTuple
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.label_pairs import NO_RELATION, PairLabel
@@ -46,7 +47,7 @@ def _mention_distance(content: str, first: str, second: str) -> int | None:
 
 
 def candidate_pairs(
-    episode: Episode, rule: PairRule, type_names: list[str], max_pairs: int, warnings: list[ExtractionWarning]
+    episode: Episode, rule: PairRule, type_names: list[str], max_pairs: int, context: CallContext
 ) -> list[CandidatePair]:
     """The pairs to label, ranked and capped at `max_pairs` (see the module docstring)."""
     types = {entity.name: entity.type for entity in episode.entities}
@@ -64,7 +65,7 @@ def candidate_pairs(
         ranked.append((key, CandidatePair(first, second, kinds)))
     ranked.sort(key=lambda item: item[0])
     if len(ranked) > max_pairs:
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="pairs_capped",
                 message=f"{len(ranked)} candidate pairs, {max_pairs} labeled (the rest mention the two "
@@ -108,7 +109,7 @@ def pair_reply_schema(pairs: list[CandidatePair]) -> dict[str, Any]:
 
 
 def pair_edges(
-    labels: list[PairLabel], pairs: list[CandidatePair], warnings: list[ExtractionWarning]
+    labels: list[PairLabel], pairs: list[CandidatePair], context: CallContext
 ) -> list[ExtractedEdge]:
     """The edges of the labeled pairs (NONE labels give none), matched to the pairs by text or place."""
     by_text = {pair.text: pair for pair in pairs}
@@ -118,7 +119,7 @@ def pair_edges(
             continue
         pair = by_text.get(label.pair) or (pairs[position] if position < len(pairs) else None)
         if pair is None:
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="unknown_pair", message=f"dropped: {label.pair!r} is not a candidate pair"
                 )

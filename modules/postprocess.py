@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Final
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
 from edgewise.modules.time_words import resolve_time_words
 from edgewise.modules.type_signatures import Conflict, TypeSignatures, check_signatures
@@ -91,7 +92,7 @@ def _clean_one(
     raw: ExtractedEdge,
     index: EntityIndex,
     allowed_types: frozenset[str] | None,
-    warnings: list[ExtractionWarning],
+    context: CallContext,
     reference_time: datetime | None = None,
 ) -> Edge | None:
     """Apply the per-edge rules; None means the edge was dropped (with a warning said why).
@@ -102,40 +103,38 @@ def _clean_one(
     target = index.resolve(raw.targetEntityName)
     for given, resolved in ((raw.sourceEntityName, source), (raw.targetEntityName, target)):
         if resolved is None:
-            warnings.append(_warn("unknown_entity", f"dropped: {given!r} is not one of the ENTITIES", raw))
+            context.warn(_warn("unknown_entity", f"dropped: {given!r} is not one of the ENTITIES", raw))
             return None
         if resolved != given:
-            warnings.append(_warn("name_resolved", f"{given!r} resolved to entity {resolved!r}", raw))
+            context.warn(_warn("name_resolved", f"{given!r} resolved to entity {resolved!r}", raw))
     if source == target:
-        warnings.append(_warn("self_edge", f"dropped: both ends are {source!r}", raw))
+        context.warn(_warn("self_edge", f"dropped: both ends are {source!r}", raw))
         return None
     if not raw.fact.strip():
-        warnings.append(_warn("empty_fact", "dropped: the fact is empty", raw))
+        context.warn(_warn("empty_fact", "dropped: the fact is empty", raw))
         return None
     relationship_type = to_screaming_snake(raw.relationshipType)
     if not relationship_type:
-        warnings.append(_warn("empty_type", f"dropped: no usable type in {raw.relationshipType!r}", raw))
+        context.warn(_warn("empty_type", f"dropped: no usable type in {raw.relationshipType!r}", raw))
         return None
     if allowed_types is not None and relationship_type not in allowed_types:
-        warnings.append(
+        context.warn(
             _warn(
                 "unknown_type", f"dropped: {raw.relationshipType!r} is not one of the RELATIONSHIP TYPES", raw
             )
         )
         return None
     if relationship_type != raw.relationshipType:
-        warnings.append(
+        context.warn(
             _warn("type_renamed", f"type {raw.relationshipType!r} written as {relationship_type!r}", raw)
         )
     dates: dict[str, datetime | None] = {}
     for field, value in (("validAt", raw.validAt), ("invalidAt", raw.invalidAt)):
         parsed, problem = parse_date(value, reference_time, end=field == "invalidAt")
         if problem:
-            warnings.append(_warn("bad_date", f"{field} set to null: {problem}", raw))
+            context.warn(_warn("bad_date", f"{field} set to null: {problem}", raw))
         elif parsed is not None and format_utc(parsed) != value:
-            warnings.append(
-                _warn("date_normalized", f"{field} {value!r} written as {format_utc(parsed)}", raw)
-            )
+            context.warn(_warn("date_normalized", f"{field} {value!r} written as {format_utc(parsed)}", raw))
         dates[field] = parsed
     return Edge(
         relationship_type=relationship_type,
@@ -147,7 +146,7 @@ def _clean_one(
     )
 
 
-def _order_dates(edge: Edge, reference_time: datetime, warnings: list[ExtractionWarning]) -> Edge:
+def _order_dates(edge: Edge, reference_time: datetime, context: CallContext) -> Edge:
     """Fix invalidAt < validAt: drop a defaulted validAt, otherwise swap the two.
 
     A validAt equal to REFERENCE_TIME is the seed's default for an ongoing fact; an earlier invalidAt
@@ -157,7 +156,7 @@ def _order_dates(edge: Edge, reference_time: datetime, warnings: list[Extraction
     if edge.valid_at is None or edge.invalid_at is None or edge.invalid_at >= edge.valid_at:
         return edge
     if edge.valid_at == reference_time:
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="valid_at_dropped",
                 message="invalidAt is before validAt (= REFERENCE_TIME, the ongoing default): validAt set to null",
@@ -165,7 +164,7 @@ def _order_dates(edge: Edge, reference_time: datetime, warnings: list[Extraction
             )
         )
         return edge.model_copy(update={"valid_at": None})
-    warnings.append(
+    context.warn(
         ExtractionWarning(
             code="dates_swapped",
             message="invalidAt was before validAt: the two dates were swapped",
@@ -183,9 +182,7 @@ def edge_key(edge: Edge, symmetric_types: frozenset[str]) -> tuple[str, str, str
     return (ends[0], ends[1], edge.relationship_type)
 
 
-def _dedupe(
-    edges: list[Edge], symmetric_types: frozenset[str], warnings: list[ExtractionWarning]
-) -> list[Edge]:
+def _dedupe(edges: list[Edge], symmetric_types: frozenset[str], context: CallContext) -> list[Edge]:
     """Keep the first edge of each (source, target, type); a later copy may only fill its null dates."""
     kept: dict[tuple[str, str, str], Edge] = {}
     for edge in edges:
@@ -201,7 +198,7 @@ def _dedupe(
         }
         if fill:
             kept[key] = first.model_copy(update=fill)
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="duplicate",
                 message=f"dropped: duplicate of {key[0]} -{key[2]}-> {key[1]}"
@@ -212,9 +209,9 @@ def _dedupe(
     return list(kept.values())
 
 
-def dedupe_edges(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
+def dedupe_edges(edges: list[Edge], episode: Episode, context: CallContext) -> list[Edge]:
     """Merge duplicates of the same (source, target, type) under the episode's symmetric types."""
-    return _dedupe(edges, frozenset(t.name for t in episode.edge_types if t.symmetric), warnings)
+    return _dedupe(edges, frozenset(t.name for t in episode.edge_types if t.symmetric), context)
 
 
 def allowed_types(episode: Episode, *, closed_types: bool) -> frozenset[str] | None:
@@ -249,29 +246,29 @@ def postprocess(
     edge is flipped, an impossible one dropped or re-typed (`type_signatures.check_signatures`, which
     also says what `unseen_types_open`, `retype` and `conflicts` do).
     """
-    warnings: list[ExtractionWarning] = []
+    context = CallContext()
     index = EntityIndex([entity.name for entity in episode.entities])
     types = allowed_types(episode, closed_types=closed_types)
     cleaned = [
         edge
         for raw in raw_edges
-        if (edge := _clean_one(raw, index, types, warnings, episode.reference_time)) is not None
+        if (edge := _clean_one(raw, index, types, context, episode.reference_time)) is not None
     ]
-    ordered = [_order_dates(edge, episode.reference_time, warnings) for edge in cleaned]
+    ordered = [_order_dates(edge, episode.reference_time, context) for edge in cleaned]
     checked = check_signatures(
         ordered,
         episode,
         type_signatures,
-        warnings,
+        context,
         unseen_types_open=unseen_types_open,
         retype=retype,
         conflicts=conflicts,
     )
-    return dedupe_edges(checked, episode, warnings), warnings
+    return dedupe_edges(checked, episode, context), context.warnings
 
 
 def cap_attributes(
-    values: dict[str, AttributeValue], edge: Edge, warnings: list[ExtractionWarning]
+    values: dict[str, AttributeValue], edge: Edge, context: CallContext
 ) -> dict[str, AttributeValue]:
     """Cut attribute strings at MAX_ATTRIBUTE_CHARS and drop nulls (null = not stated)."""
     capped: dict[str, AttributeValue] = {}
@@ -279,7 +276,7 @@ def cap_attributes(
         if value is None:
             continue
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS:
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="attribute_truncated",
                     message=f"attribute {name!r} cut to {MAX_ATTRIBUTE_CHARS} characters",

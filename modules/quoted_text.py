@@ -56,6 +56,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from edgewise.modules.call_context import CallContext
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.names import normalize_name
 from edgewise.signatures.types import Edge, ExtractionWarning
@@ -454,7 +455,7 @@ class Evidence(NamedTuple):
         )
 
 
-def drop_quoted_facts(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
+def drop_quoted_facts(edges: list[Edge], episode: Episode, context: CallContext) -> list[Edge]:
     """`edges` less those whose evidence lies only in quoted, forwarded or instruction text, each
     dropped with a `quoted_fact` warning (see the module docstring)."""
     evidence = Evidence.of(episode)
@@ -466,7 +467,7 @@ def drop_quoted_facts(edges: list[Edge], episode: Episode, warnings: list[Extrac
         if reason is None:
             kept.append(edge)
         else:
-            warnings.append(
+            context.warn(
                 ExtractionWarning(code="quoted_fact", message=f"dropped: {reason}", edge=edge.to_json_dict())
             )
     return kept

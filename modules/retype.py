@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import Conflict, retyped
 from edgewise.signatures.choose_types import NONE_OF_THEM
 from edgewise.signatures.types import Edge, ExtractionWarning
@@ -39,13 +40,11 @@ def _dropped(conflict: Conflict, why: str) -> ExtractionWarning:
     )
 
 
-def apply_answers(
-    conflicts: Sequence[Conflict], answers: Sequence[str], warnings: list[ExtractionWarning]
-) -> list[Edge]:
+def apply_answers(conflicts: Sequence[Conflict], answers: Sequence[str], context: CallContext) -> list[Edge]:
     """The conflicting edges re-typed by the model's answers; the others are dropped with a warning."""
     answers = [str(answer).strip() for answer in answers]
     if len(answers) != len(conflicts):
-        warnings.extend(
+        context.warn_all(
             _dropped(c, f"the re-typing reply had {len(answers)} answers for {len(conflicts)} questions")
             for c in conflicts
         )
@@ -54,7 +53,7 @@ def apply_answers(
     for conflict, answer in zip(conflicts, answers, strict=True):
         flips = dict(conflict.options)
         if answer in flips:
-            edges.append(retyped(conflict.edge, answer, flips[answer], "the model chose", warnings))
+            edges.append(retyped(conflict.edge, answer, flips[answer], "the model chose", context))
         else:
-            warnings.append(_dropped(conflict, f"the model answered {answer or 'nothing'}"))
+            context.warn(_dropped(conflict, f"the model answered {answer or 'nothing'}"))
     return edges

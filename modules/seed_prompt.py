@@ -17,20 +17,16 @@ import dspy
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
 from edgewise.modules.context import seed_context
-from edgewise.modules.extractor import (
-    STEP_EXTRACT,
-    STEP_REFLEXION,
-    as_episode,
-    count_parse_failures,
-    result_prediction,
-)
+from edgewise.modules.extractor import as_episode, result_prediction
 from edgewise.modules.postprocess import postprocess
+from edgewise.modules.steps import STEP_EXTRACT, STEP_REFLEXION
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.errors import REASON_PARSE, EdgewiseError
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import ExtractionResult, ExtractionWarning, StepUsage
+from edgewise.signatures.types import ExtractionWarning
 
 EDGE_SYSTEM: Final = (
     "You are an expert fact extractor that extracts fact triples from text. "
@@ -193,7 +189,7 @@ def with_edges(data: Any) -> dict[str, Any]:
     return data
 
 
-def edges_from_reply(data: Any, warnings: list[ExtractionWarning]) -> list[ExtractedEdge]:
+def edges_from_reply(data: Any, context: CallContext) -> list[ExtractedEdge]:
     """Read the "edges" array; a malformed item is dropped with a warning, a missing array is a failure."""
     data = with_edges(data)
     edges: list[ExtractedEdge] = []
@@ -201,7 +197,7 @@ def edges_from_reply(data: Any, warnings: list[ExtractionWarning]) -> list[Extra
         try:
             edges.append(ExtractedEdge.model_validate(item))
         except ValidationError as error:
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="invalid_edge",
                     message=f"edges[{position}] dropped: {error.errors()[0]['msg']}",
@@ -224,17 +220,11 @@ def configured_lm() -> dspy.BaseLM:
     return lm
 
 
-def cleaned_prediction(
-    raw: list[ExtractedEdge], episode: Episode, usage: dict[str, StepUsage], warnings: list[ExtractionWarning]
-) -> dspy.Prediction:
+def cleaned_prediction(raw: list[ExtractedEdge], episode: Episode, context: CallContext) -> dspy.Prediction:
     """A prompt baseline's raw edges through the same post-processing as every program (open types)."""
     edges, cleanup_warnings = postprocess(raw, episode)
-    warnings.extend(cleanup_warnings)
-    return result_prediction(
-        ExtractionResult(
-            edges=edges, warnings=warnings, usage=usage, parse_failures=count_parse_failures(warnings)
-        )
-    )
+    context.warn_all(cleanup_warnings)
+    return result_prediction(context.result(edges))
 
 
 class SeedPromptExtractor(dspy.Module):
@@ -248,17 +238,16 @@ class SeedPromptExtractor(dspy.Module):
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         episode = as_episode(episode, **fields)
         lm = configured_lm()
-        usage: dict[str, StepUsage] = {}
-        warnings: list[ExtractionWarning] = []
-        context = seed_context(episode)
-        raw = self._extract(lm, context, usage, warnings)
+        context = CallContext()
+        prompt = seed_context(episode)
+        raw = self._extract(lm, prompt, context)
         for _ in range(self.max_reflexion_rounds):
-            missing = self._missing_facts(lm, context, raw, usage, warnings)
+            missing = self._missing_facts(lm, prompt, raw, context)
             if not missing:
                 break
-            hinted = {**context, "customPrompt": _with_missed_facts(context["customPrompt"], missing)}
-            raw = raw + self._extract(lm, hinted, usage, warnings)
-        return cleaned_prediction(raw, episode, usage, warnings)
+            hinted = {**prompt, "customPrompt": _with_missed_facts(prompt["customPrompt"], missing)}
+            raw = raw + self._extract(lm, hinted, context)
+        return cleaned_prediction(raw, episode, context)
 
     def _ask(
         self,
@@ -266,8 +255,7 @@ class SeedPromptExtractor(dspy.Module):
         messages: list[dict[str, str]],
         schema: type[BaseModel],
         step: str,
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
+        context: CallContext,
         check: Callable[[Any], Any] = lambda data: data,
     ) -> Any:
         """The parsed reply, None when it failed on its retry too; `check` raises `SeedParseError` for
@@ -280,30 +268,28 @@ class SeedPromptExtractor(dspy.Module):
         def ask(settings: dict[str, Any]) -> Any:
             return check(parse(reply_text(lm(messages=messages, **kwargs, **settings))))
 
-        return call_step(step, usage, warnings, ask, unparsed=(SeedParseError,), lm=lm)
+        return call_step(step, context, ask, unparsed=(SeedParseError,), lm=lm)
 
     def _extract(
         self,
         lm: dspy.BaseLM,
-        context: dict[str, Any],
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
+        prompt: dict[str, Any],
+        context: CallContext,
     ) -> list[ExtractedEdge]:
-        messages = render_edge_messages(context)
-        data = self._ask(lm, messages, SeedEdgesReply, STEP_EXTRACT, usage, warnings, check=with_edges)
-        return [] if data is None else edges_from_reply(data, warnings)
+        messages = render_edge_messages(prompt)
+        data = self._ask(lm, messages, SeedEdgesReply, STEP_EXTRACT, context, check=with_edges)
+        return [] if data is None else edges_from_reply(data, context)
 
     def _missing_facts(
         self,
         lm: dspy.BaseLM,
-        context: dict[str, Any],
+        prompt: dict[str, Any],
         raw: list[ExtractedEdge],
-        usage: dict[str, StepUsage],
-        warnings: list[ExtractionWarning],
+        context: CallContext,
     ) -> list[str]:
-        reflexion_context = {**context, "extractedFacts": [edge.fact for edge in raw]}
-        messages = render_reflexion_messages(reflexion_context)
-        data = self._ask(lm, messages, SeedMissingFactsReply, STEP_REFLEXION, usage, warnings)
+        reflexion_prompt = {**prompt, "extractedFacts": [edge.fact for edge in raw]}
+        messages = render_reflexion_messages(reflexion_prompt)
+        data = self._ask(lm, messages, SeedMissingFactsReply, STEP_REFLEXION, context)
         facts = data.get("missingFacts") if isinstance(data, dict) else None
         return (
             [fact for fact in facts if isinstance(fact, str) and fact.strip()]

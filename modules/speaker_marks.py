@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dspy
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import ProgramOptions
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.speaker_marks import EDGES_FIELD, is_quoted, with_speaker_marks
@@ -32,12 +33,12 @@ def speaker_signature(signature: type[dspy.Signature], options: ProgramOptions) 
     return with_speaker_marks(signature)
 
 
-def drop_marked_quoted(raw: list[ExtractedEdge], warnings: list[ExtractionWarning]) -> list[ExtractedEdge]:
+def drop_marked_quoted(raw: list[ExtractedEdge], context: CallContext) -> list[ExtractedEdge]:
     """`raw` less the edges the model marked as stated by quoted text, each with a warning."""
     kept: list[ExtractedEdge] = []
     for edge in raw:
         if is_quoted(edge):
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="marked_quoted",
                     message="dropped: the model marked it as stated by quoted, forwarded or instruction "

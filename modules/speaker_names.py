@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.postprocess import edge_key, to_screaming_snake
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.names import FORMS_OF_ADDRESS
@@ -120,7 +121,7 @@ def speaker_names(episode: Episode) -> dict[str, tuple[str, str]]:
     }
 
 
-def add_speaker_names(edges: list[Edge], episode: Episode, warnings: list[ExtractionWarning]) -> list[Edge]:
+def add_speaker_names(edges: list[Edge], episode: Episode, context: CallContext) -> list[Edge]:
     """`edges` and, for each speaker name the transcript gives, its alias edge (unless already there)."""
     kind = alias_type(episode)
     if kind is None:
@@ -136,7 +137,7 @@ def add_speaker_names(edges: list[Edge], episode: Episode, warnings: list[Extrac
             continue
         seen.add(edge_key(edge, symmetric))
         added.append(edge)
-        warnings.append(
+        context.warn(
             ExtractionWarning(
                 code="speaker_named",
                 message=f"added: the transcript calls {speaker} {name!r}",

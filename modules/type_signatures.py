@@ -21,6 +21,7 @@ from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.gold import LabeledEpisode
@@ -148,9 +149,9 @@ def retype_options(
     return tuple(options)
 
 
-def retyped(edge: Edge, kind: str, flip: bool, why: str, warnings: list[ExtractionWarning]) -> Edge:
+def retyped(edge: Edge, kind: str, flip: bool, why: str, context: CallContext) -> Edge:
     """`edge` with the relationship type `kind` (its ends swapped with `flip`), with a `retyped` warning."""
-    warnings.append(
+    context.warn(
         ExtractionWarning(
             code="retyped",
             message=f"{edge.relationship_type} cannot connect its ends: {why} {kind}"
@@ -171,7 +172,7 @@ def check_signatures(
     edges: list[Edge],
     episode: Episode,
     signatures: TypeSignatures | None,
-    warnings: list[ExtractionWarning],
+    context: CallContext,
     *,
     unseen_types_open: bool = False,
     retype: Retype = "off",
@@ -196,7 +197,7 @@ def check_signatures(
             kept.append(edge)
             continue
         if rule.allowed(kind, target, source):
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="direction_flipped",
                     message=f"{kind} goes from {target} to {source}: source and target swapped",
@@ -215,12 +216,12 @@ def check_signatures(
         options = retype_options(edge, source, target, rule, vocabulary) if retype != "off" else ()
         if retype == "unique" and len(options) == 1:
             ((other, flip),) = options
-            kept.append(retyped(edge, other, flip, f"{other} is the one type that can, so it is", warnings))
+            kept.append(retyped(edge, other, flip, f"{other} is the one type that can, so it is", context))
         elif retype == "ask" and options:
             assert conflicts is not None
             conflicts.append(Conflict(edge, options))
         else:
-            warnings.append(
+            context.warn(
                 ExtractionWarning(
                     code="type_signature",
                     message=f"dropped: {kind} does not connect {source} and {target}"

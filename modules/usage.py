@@ -12,12 +12,13 @@ from typing import Any
 
 import dspy
 
+from edgewise.modules.call_context import CallContext
 from edgewise.signatures.types import StepUsage
 
 
 @contextmanager
-def track_step(step: str, usage: dict[str, StepUsage]) -> Iterator[None]:
-    """Add the calls and tokens spent inside the block to `usage[step]`.
+def track_step(step: str, context: CallContext) -> Iterator[None]:
+    """Add the calls and tokens spent inside the block to the extraction's usage of `step`.
 
     Calls answered from DSPy's cache record no usage and are therefore not counted; benchmarks
     turn the cache off for that reason.
@@ -26,7 +27,7 @@ def track_step(step: str, usage: dict[str, StepUsage]) -> Iterator[None]:
         try:
             yield
         finally:
-            usage[step] = usage.get(step, StepUsage()) + tracked_usage(tracker)
+            context.spent(step, tracked_usage(tracker))
 
 
 def tracked_usage(tracker: Any) -> StepUsage:

@@ -40,6 +40,8 @@ MANIFEST_FILE: Final = "manifest.json"
 SHIPPED_PACKAGE: Final = "edgewise.optimize"
 SHIPPED_FOLDER: Final = "compiled"
 _FOLDER_MODE: Final = 0o755
+STEPS_SETTING: Final = "steps"
+"""The key of a manifest's `settings` that lists the program's steps (`EdgeExtractor.step_names`)."""
 _MANIFEST_HOLDS: Final = (
     "a manifest records how a program was compiled; it holds no configuration "
     "(the model, its endpoint and its settings come from the caller)"
@@ -246,15 +248,15 @@ def load(path_or_name: str | Path) -> EdgeExtractor:
 
 
 def _built(manifest: Manifest, manifest_path: Path) -> EdgeExtractor:
-    """The uncompiled program of the shape the manifest's `settings` record."""
+    """The uncompiled program of the shape the manifest's `settings` record.
+
+    `program_options` may use the flat option names every manifest has; the task settings
+    (`reflexion_rounds`, `closed_types`, `output_shape`), where recorded, replace the options' own. A
+    manifest that records its `steps` must describe a program that runs exactly those steps.
+    """
     settings = manifest.settings
     try:
-        return EdgeExtractor(
-            max_reflexion_rounds=int(settings.get("reflexion_rounds", 0)),
-            closed_types=bool(settings.get("closed_types", True)),
-            output_shape=settings.get("output_shape", "seed"),
-            options=ProgramOptions.model_validate(settings.get("program_options") or {}),
-        )
+        options = ProgramOptions.model_validate(settings.get("program_options") or {})
     except ValidationError as error:
         raise refusal(
             manifest_path,
@@ -262,8 +264,24 @@ def _built(manifest: Manifest, manifest_path: Path) -> EdgeExtractor:
             "not a program option of this edgewise version",
             ("settings", "program_options"),
         ) from None
+    try:
+        program = EdgeExtractor(
+            max_reflexion_rounds=int(settings["reflexion_rounds"])
+            if "reflexion_rounds" in settings
+            else None,
+            closed_types=bool(settings["closed_types"]) if "closed_types" in settings else None,
+            output_shape=settings.get("output_shape"),
+            options=options,
+        )
     except (TypeError, ValueError) as error:
         raise ArtifactError(f"{manifest_path}: its settings do not describe a program: {error}") from None
+    recorded = settings.get(STEPS_SETTING)
+    if recorded is not None and recorded != program.step_names:
+        raise ArtifactError(
+            f"{manifest_path}: it records the steps {recorded}, but its settings build the steps "
+            f"{program.step_names}; recompile it with `edgewise optimize` for this edgewise version"
+        )
+    return program
 
 
 # Every pickle of protocol 2 and later opens with the PROTO opcode and its protocol number.
@@ -287,9 +305,16 @@ def _read_state_file(path: Path) -> Any:
 
 
 def new_manifest(program: EdgeExtractor, **fields: Any) -> Manifest:
+    """The manifest of `program` as compiled now; its `settings` gain the program's steps, in order,
+    which `load` checks against the steps the settings build."""
+    settings = dict(fields.pop("settings", None) or {})
+    step_names = getattr(program, "step_names", None)
+    if step_names is not None:
+        settings[STEPS_SETTING] = list(step_names)
     return Manifest(
         edgewise_version=version("edgewise"),
         dspy_version=dspy.__version__,
         signature_fingerprints=signature_fingerprints(program),
+        settings=settings,
         **fields,
     )

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
 from edgewise.modules.extractor import STEP_EXTRACT, as_episode
 from edgewise.modules.seed_prompt import (
@@ -28,7 +29,6 @@ from edgewise.modules.seed_prompt import (
 )
 from edgewise.signatures.episode import Episode
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import ExtractionWarning, StepUsage
 
 GENERIC_LABEL: Final = "Entity"
 """The label every Graphiti entity node has; its other label, if any, is its entity type."""
@@ -97,14 +97,13 @@ class GraphitiPromptExtractor(dspy.Module):
                 "type": "json_schema",
                 "json_schema": {"name": "ExtractedEdges", "schema": ExtractedEdges.model_json_schema()},
             }
-        usage: dict[str, StepUsage] = {}
-        warnings: list[ExtractionWarning] = []
+        context = CallContext()
         raw: list[ExtractedEdge] = []
 
         def ask(settings: dict[str, Any]) -> Any:
             return self._parse(reply_text(lm(messages=messages, **kwargs, **settings)))
 
-        parsed = call_step(STEP_EXTRACT, usage, warnings, ask, unparsed=(SeedParseError,), lm=lm)
+        parsed = call_step(STEP_EXTRACT, context, ask, unparsed=(SeedParseError,), lm=lm)
         if parsed is not None:
             raw = [
                 ExtractedEdge(
@@ -117,7 +116,7 @@ class GraphitiPromptExtractor(dspy.Module):
                 )
                 for edge in parsed.edges
             ]
-        return cleaned_prediction(raw, episode, usage, warnings)
+        return cleaned_prediction(raw, episode, context)
 
     def _parse(self, text: str) -> Any:
         """The reply as Graphiti's `ExtractedEdges`, parsed as its client parses it (tolerantly with a

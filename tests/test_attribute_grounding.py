@@ -10,6 +10,7 @@ from test_attribute_formulations import EDGES, episode
 
 from edgewise.eval.attributes import value_key
 from edgewise.modules.attribute_grounding import ground_attributes, value_items
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.runtime.lm import lm_context
@@ -24,8 +25,8 @@ def edge(**attributes: Any) -> Edge:
 
 
 def grounded(*edges: Edge, content: str) -> tuple[list[Edge], list[ExtractionWarning]]:
-    warnings: list[ExtractionWarning] = []
-    return ground_attributes(list(edges), episode(episodeContent=content), warnings), warnings
+    context = CallContext()
+    return ground_attributes(list(edges), episode(episodeContent=content), context), context.warnings
 
 
 def test_a_value_the_episode_states_is_kept_whatever_its_case_accents_articles_and_order() -> None:

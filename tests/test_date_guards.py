@@ -10,13 +10,14 @@ from benchmark_scripts import RESULTS, load_script
 from fakes import ScriptedLM, edge, edges_reply
 
 from edgewise.eval.bench_records import BenchReport
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import Edge, ExtractionWarning
+from edgewise.signatures.types import Edge
 
 REFERENCE = datetime(2024, 3, 14, 9, 30, tzinfo=UTC)
 
@@ -29,7 +30,8 @@ def guarded(
     content: str, fact: str, valid_at: datetime | None, invalid_at: datetime | None = None, target: str = "B"
 ) -> tuple[Edge, list[str]]:
     """The one edge `fact` states, guarded against `content`, and the warning codes."""
-    warnings: list[ExtractionWarning] = []
+    context = CallContext()
+    warnings = context.warnings
     given = Edge(
         relationship_type="X",
         source_entity_name="Ann",
@@ -38,7 +40,7 @@ def guarded(
         valid_at=valid_at,
         invalid_at=invalid_at,
     )
-    (result,) = guard_dates([given], content, REFERENCE, warnings)
+    (result,) = guard_dates([given], content, REFERENCE, context)
     return result, [w.code for w in warnings]
 
 

@@ -12,6 +12,7 @@ import pytest
 from fakes import SchemaLM, edge, edges_reply
 
 import edgewise  # noqa: F401  (offline LiteLLM settings before fakes import litellm)
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.quoted_text import drop_quoted_facts, own_text, quoted_regions
@@ -50,9 +51,9 @@ def regions(text: str, *names: str) -> list[str]:
 
 
 def checked(text: str, names: tuple[str, ...], *edges: Edge) -> tuple[list[str], list[ExtractionWarning]]:
-    warnings: list[ExtractionWarning] = []
-    kept = drop_quoted_facts(list(edges), episode(text, *names), warnings)
-    return [e.target_entity_name for e in kept], warnings
+    context = CallContext()
+    kept = drop_quoted_facts(list(edges), episode(text, *names), context)
+    return [e.target_entity_name for e in kept], context.warnings
 
 
 # --------------------------------------------------------------------------------------------------

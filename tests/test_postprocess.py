@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.postprocess import (
     MAX_ATTRIBUTE_CHARS,
     EntityIndex,
@@ -197,8 +198,9 @@ def test_injected_instruction_cannot_create_an_edge_outside_entities():
 
 def test_attribute_strings_are_capped_and_nulls_dropped():
     edge = Edge(relationship_type="R", source_entity_name="A", target_entity_name="B", fact="f")
-    warnings = []
-    capped = cap_attributes({"note": "x" * 600, "role": None, "years": 3}, edge, warnings)
+    context = CallContext()
+    warnings = context.warnings
+    capped = cap_attributes({"note": "x" * 600, "role": None, "years": 3}, edge, context)
     assert capped == {"note": "x" * MAX_ATTRIBUTE_CHARS, "years": 3}
     assert _codes(warnings) == ["attribute_truncated"]
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fakes import SchemaLM, ScriptedLM, output_field
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.options import ProgramOptions
@@ -154,8 +155,9 @@ def many_entities(count: int) -> Episode:
 
 def test_the_pairwise_program_bounds_its_pairs_and_says_so() -> None:
     episode = many_entities(12)  # 66 pairs
-    warnings: list[Any] = []
-    pairs = candidate_pairs(episode, PairRule(episode, None), ["FRIEND_OF"], 10, warnings)
+    context = CallContext()
+    warnings = context.warnings
+    pairs = candidate_pairs(episode, PairRule(episode, None), ["FRIEND_OF"], 10, context)
     assert (
         len(pairs) == 10
         and warnings[0].code == "pairs_capped"
@@ -170,7 +172,9 @@ def test_the_pairwise_program_bounds_its_pairs_and_says_so() -> None:
 def test_signatures_decide_which_pairs_and_types_are_candidates() -> None:
     episode = labeled(0).episode()
     learned = learn_type_signatures([labeled(1)])
-    pairs = candidate_pairs(episode, PairRule(episode, learned), [t["name"] for t in TYPES], 24, [])
+    pairs = candidate_pairs(
+        episode, PairRule(episode, learned), [t["name"] for t in TYPES], 24, CallContext()
+    )
     assert {(pair.first, pair.second, pair.types) for pair in pairs} == {
         ("Ann0", "Co0", ("WORKS_AT", "FRIEND_OF")),  # FRIEND_OF has no signature: unconstrained
         ("Ann0", "Town0", ("LIVES_IN", "FRIEND_OF")),
@@ -180,7 +184,7 @@ def test_signatures_decide_which_pairs_and_types_are_candidates() -> None:
 
 def test_pair_labels_become_edges_with_the_direction_the_model_chose() -> None:
     episode = labeled(0).episode()
-    pairs = candidate_pairs(episode, PairRule(episode, None), ["WORKS_AT", "LIVES_IN"], 24, [])
+    pairs = candidate_pairs(episode, PairRule(episode, None), ["WORKS_AT", "LIVES_IN"], 24, CallContext())
     by_text = {pair.text: pair for pair in pairs}
     labels = [
         PairLabel(pair="Ann0 | Co0", relationshipType="WORKS_AT", sourceEntityName="Ann0", fact="works"),
@@ -188,7 +192,7 @@ def test_pair_labels_become_edges_with_the_direction_the_model_chose() -> None:
         PairLabel(pair="Co0 | Town0", relationshipType="LIVES_IN", sourceEntityName="Town0", fact="odd"),
     ]
     assert set(by_text) == {label.pair for label in labels}
-    edges = pair_edges(labels, pairs, [])
+    edges = pair_edges(labels, pairs, CallContext())
     assert [(e.sourceEntityName, e.relationshipType, e.targetEntityName) for e in edges] == [
         ("Ann0", "WORKS_AT", "Co0"),
         ("Town0", "LIVES_IN", "Co0"),
@@ -278,8 +282,9 @@ def test_dates_from_facts_replace_only_the_default_date_of_facts_that_did_not_en
         edge("worked there until 2021", reference),  # ended: its date is invalidAt's
         edge("works at Acme", reference),
     ]
-    warnings: list[Any] = []
-    changed = dates_from_facts(edges, reference, warnings)
+    context = CallContext()
+    warnings = context.warnings
+    changed = dates_from_facts(edges, reference, context)
     assert [e.valid_at.year if e.valid_at else None for e in changed] == [2008, 2022, 2020, 2024, 2024]
     assert [w.code for w in warnings] == ["date_from_fact", "date_from_fact"]
 

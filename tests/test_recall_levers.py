@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from fakes import SchemaLM, output_field
 
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.coverage import MAX_EDGES_PER_SLOT, MAX_SLOTS, coverage_schema, slot_entities
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.gleaning import exclusion_schema, written_triples
@@ -217,7 +218,7 @@ def test_a_known_entity_type_is_still_checked_with_unseen_types_open() -> None:
 
 def test_the_coverage_schema_has_one_slot_per_entity_in_order_of_first_mention() -> None:
     ep = episode()
-    slots = slot_entities(ep, [])
+    slots = slot_entities(ep, CallContext())
     assert slots == ["Tom", "Maya", "Acme", "Leeds"]
     schema = coverage_schema(ep, slots, PairRule(ep, SIGNATURES), [t["name"] for t in TYPES])
     assert schema["minItems"] == schema["maxItems"] == 4
@@ -242,8 +243,9 @@ def test_the_coverage_reply_is_bounded_to_its_slots_and_says_what_it_left_out() 
             "edgeTypes": TYPES,
         }
     )
-    warnings: list[Any] = []
-    slots = slot_entities(many, warnings)
+    context = CallContext()
+    warnings = context.warnings
+    slots = slot_entities(many, context)
     assert (
         len(slots) == MAX_SLOTS and slots[:3] == ["P0", "P1", "P2"] and codes(warnings) == ["entities_capped"]
     )

@@ -9,12 +9,13 @@ from benchmark_scripts import RESULTS, load_script
 from fakes import ScriptedLM, edge, edges_reply
 
 from edgewise.eval.bench_records import BenchReport
+from edgewise.modules.call_context import CallContext
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.speaker_names import add_speaker_names
 from edgewise.runtime.lm import lm_context
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import Edge, ExtractionWarning
+from edgewise.signatures.types import Edge
 
 ALIAS = {"name": "ALSO_KNOWN_AS", "description": "both names refer to the same person", "symmetric": True}
 LIKES = {"name": "LIKES", "description": "the subject likes the object"}
@@ -34,8 +35,9 @@ def transcript(text: str, names: dict[str, str], edge_types: list[dict[str, Any]
 
 
 def aliases(episode: Episode, edges: list[Edge] | None = None) -> tuple[list[tuple[str, str]], list[str]]:
-    warnings: list[ExtractionWarning] = []
-    found = add_speaker_names(edges or [], episode, warnings)
+    context = CallContext()
+    warnings = context.warnings
+    found = add_speaker_names(edges or [], episode, context)
     pairs = [
         (e.source_entity_name, e.target_entity_name) for e in found if e.relationship_type == "ALSO_KNOWN_AS"
     ]
@@ -66,7 +68,7 @@ def test_a_speaker_who_introduces_themselves_is_that_name() -> None:
 
 def test_the_edge_quotes_the_turn_that_gives_the_name() -> None:
     episode = transcript("Speaker 1: Pheebs?\nSpeaker 2: No thanks.", {"Pheebs": "Person"})
-    (added,) = add_speaker_names([], episode, [])
+    (added,) = add_speaker_names([], episode, CallContext())
     assert (added.fact, added.valid_at, added.invalid_at) == ("Speaker 1: Pheebs?", None, None)
 
 
