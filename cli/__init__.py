@@ -2,9 +2,14 @@
 
 Exit status: 0 done; 1 nothing ran, or the command stopped on an error (a usage error, a
 configuration error such as a missing key, a file that cannot be read or written; one line on stderr
-says which); 130 interrupted (Ctrl-C, SIGTERM). Commands whose input lines can fail one by one add
-2: the batch ran to its end but some lines failed (`extract`: error lines in the output; `data
-validate`: problems in the file). docs/batch-contract.md lists them.
+says which); 3 the command stopped on a bug in edgewise (the message says so, and `EDGEWISE_DEBUG=1`
+prints its traceback); 130 interrupted (Ctrl-C, SIGTERM). Commands whose input lines can fail one by
+one add 2: the batch ran to its end but some lines failed (`extract`: error lines in the output;
+`data validate`: problems in the file). docs/batch-contract.md lists them.
+
+An error is the user's to fix when it is an `EdgewiseError` (edgewise's own, worded for the user) or an
+`OSError` (a file or socket the system refused); anything else is a bug, and is not printed as if
+the input were wrong.
 """
 
 from __future__ import annotations
@@ -14,18 +19,22 @@ import importlib
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Final, NoReturn
 
 import edgewise.runtime.offline  # noqa: F401
+from edgewise.runtime.redaction import redact
+from edgewise.signatures.errors import DEBUG_ENV, EdgewiseError, debug_enabled
 
 SUBCOMMANDS: Final = ("extract", "optimize", "bench", "report", "data", "serve", "local_model")
 
 EXIT_OK: Final = 0
 EXIT_ERROR: Final = 1
 EXIT_SOME_FAILED: Final = 2
+EXIT_BUG: Final = 3
 EXIT_INTERRUPTED: Final = 130
 
 EPILOG: Final = """examples:
@@ -118,9 +127,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("edgewise: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ValueError, RuntimeError, OSError) as error:
+    except (EdgewiseError, OSError) as error:
         print(f"edgewise: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as error:  # noqa: BLE001 - a bug: said to be one, never passed off as the user's mistake
+        report_bug(error)
+        return EXIT_BUG
+
+
+def report_bug(error: Exception) -> None:
+    """Say on stderr that `error` is a bug in edgewise, with its type and message; the traceback too
+    under `EDGEWISE_DEBUG=1`, else how to get it. Keys are masked: a traceback can quote any string."""
+    if debug_enabled():
+        trace = "".join(traceback.format_exception(error))
+        print(redact(trace, max_chars=None), end="", file=sys.stderr)
+    message = redact(f"{type(error).__name__}: {error}")
+    hint = "its traceback is above" if debug_enabled() else f"{DEBUG_ENV}=1 prints its traceback"
+    print(
+        f"edgewise: internal error (a bug in edgewise, not in the input): {message}; {hint}", file=sys.stderr
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.report import markdown_table
 from edgewise.programs.names import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.gold import LabeledEpisode
 
 DEFAULT_PROGRAMS: Final = ("seed", UNCOMPILED)
@@ -143,7 +144,7 @@ def default_programs(models: Sequence[LMConfig]) -> list[str]:
 def split_list(value: str, flag: str) -> list[str]:
     items = [item.strip() for item in value.split(",") if item.strip()]
     if not items:
-        raise ValueError(f"{flag} is empty; give a comma-separated list")
+        raise UsageError(f"{flag} is empty; give a comma-separated list")
     return items
 
 
@@ -159,7 +160,7 @@ def parse_models(spec: str, base: LMConfig) -> list[LMConfig]:
         head, at, tail = entry.rpartition("@")
         if at and tail.startswith(_URL_SCHEMES):
             if not head:
-                raise ValueError(f"--models entry {entry!r} has a URL but no model name before '@'")
+                raise UsageError(f"--models entry {entry!r} has a URL but no model name before '@'")
             model, api_base = head, tail
         config = base.model_copy(update={"model": model, "cache": False})
         config = config.model_copy(update={"api_base": None if config.is_local else api_base})
@@ -192,16 +193,16 @@ def _print_report(report: BenchReport, out_dir: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be >= 1")
+        raise UsageError("--limit must be >= 1")
     if args.workers is not None and args.workers < 1:
-        raise ValueError("--workers must be >= 1")
+        raise UsageError("--workers must be >= 1")
     if args.reflexion_rounds is not None and args.reflexion_rounds < 0:
-        raise ValueError("--reflexion-rounds must be >= 0")
+        raise UsageError("--reflexion-rounds must be >= 0")
     base = config_from_args(args)
     models = parse_models(args.models or base.model, base)
     names = split_list(args.programs, "--programs") if args.programs is not None else default_programs(models)
     if args.baseline is not None and args.baseline not in names:
-        raise ValueError(f"--baseline {args.baseline!r} must be one of --programs ({', '.join(names)})")
+        raise UsageError(f"--baseline {args.baseline!r} must be one of --programs ({', '.join(names)})")
     programs = {
         spec: resolve_program(spec, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
         for spec in names

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.data.loader import SPLITS
+from edgewise.signatures.errors import UsageError
 
 if TYPE_CHECKING:
     from edgewise.signatures.gold import LabeledEpisode
@@ -167,20 +168,20 @@ def handwritten_section(sets: dict[str, list[LabeledEpisode]]) -> list[str]:
 
 
 def files_to_validate(paths: list[Path]) -> list[Path]:
-    """Each file given, and each *.jsonl file of each folder given (sorted); ValueError for anything else."""
+    """Each file given, and each *.jsonl file of each folder given (sorted); a `UsageError` for anything else."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             found = sorted(entry for entry in path.glob("*.jsonl") if entry.is_file())
             if not found:
-                raise ValueError(
+                raise UsageError(
                     f"{path} is a folder without *.jsonl files; give labeled-episode files or a folder of them"
                 )
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            raise ValueError(f"no such file or folder: {path}")
+            raise UsageError(f"no such file or folder: {path}")
     return files
 
 

@@ -12,6 +12,7 @@ from edgewise.cli import add_command
 from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.eval.report import PLOT_PNG, RESULTS_JSON
+from edgewise.signatures.errors import FileContentError
 from edgewise.signatures.names import field_path
 
 HELP = "rebuild results.html of a bench folder (no model, no data split needed)"
@@ -55,7 +56,7 @@ def load_report(results_dir: Path) -> BenchReport:
     except ValidationError as error:
         first = error.errors()[0]
         where = field_path(tuple(first["loc"]))
-        raise ValueError(
+        raise FileContentError(
             f"{path}: not a bench results.json: " + (f"field {where!r}: " if where else "") + first["msg"]
         ) from None
 

@@ -46,6 +46,7 @@ from edgewise.service.connections import (
 )
 from edgewise.service.lifecycle import DEFAULT_SHUTDOWN_TIMEOUT_S, Lifecycle
 from edgewise.service.runner import thread_limit
+from edgewise.signatures.errors import MissingExtraError
 
 TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ModuleNotFoundError as error:
-        raise RuntimeError(f"{SERVE_EXTRA_HINT} ({error})") from None
+        raise MissingExtraError(f"{SERVE_EXTRA_HINT} ({error})") from None
 
     token = os.environ.get(TOKEN_ENV)
     check_api_token(token, name=TOKEN_ENV)

@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.signatures.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError, UsageError
 from edgewise.signatures.file_types import FileEntityTypes
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.names import field_path
@@ -39,7 +39,7 @@ class DatasetError(EdgewiseError, ValueError):
 def split_path(name: str) -> Path:
     """The shipped file of a split (train, dev, test, smoke), found through the package resources."""
     if name not in SPLITS:
-        raise ValueError(f"unknown split {name!r}; choose one of {', '.join(SPLITS)} or give a .jsonl path")
+        raise UsageError(f"unknown split {name!r}; choose one of {', '.join(SPLITS)} or give a .jsonl path")
     resource = importlib.resources.files("edgewise.data") / "episodes" / f"{name}.jsonl"
     with importlib.resources.as_file(resource) as path:
         if not path.is_file():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.gold import LabeledEpisode
 
 
@@ -18,7 +19,7 @@ def stratified_sample(episodes: Sequence[LabeledEpisode], limit: int, seed: int)
     runs the same episodes in the same order.
     """
     if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
+        raise UsageError(f"limit must be >= 0, got {limit}")
     if limit >= len(episodes):
         return list(episodes)
     by_source: dict[str, list[int]] = {}

@@ -54,6 +54,7 @@ from edgewise.programs.lora_adapter import program_adapter
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
 from edgewise.signatures.episode import Episode
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.types import Edge, StepUsage
 
@@ -296,18 +297,18 @@ def run_bench(
     what was done.
     """
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise UsageError(f"workers must be >= 1, got {workers}")
     if not models:
-        raise ValueError("no models to benchmark")
+        raise UsageError("no models to benchmark")
     if not programs:
-        raise ValueError("no programs to benchmark")
+        raise UsageError("no programs to benchmark")
     if not episodes:
-        raise ValueError("no episodes to benchmark")
+        raise UsageError("no episodes to benchmark")
     if baseline is not None and baseline not in programs:
-        raise ValueError(f"baseline {baseline!r} is not one of the programs ({', '.join(programs)})")
+        raise UsageError(f"baseline {baseline!r} is not one of the programs ({', '.join(programs)})")
     duplicate_ids = [name for name, count in Counter(episode.id for episode in episodes).items() if count > 1]
     if duplicate_ids:
-        raise ValueError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
+        raise UsageError(f"episode ids must be unique; repeated: {', '.join(sorted(duplicate_ids)[:5])}")
     resolved = dict(programs)
     if lm_factory is None:
         _preflight(models)

@@ -17,6 +17,7 @@ import dspy
 from edgewise.eval.dates import UNSTATED_GRANULARITY, format_date
 from edgewise.eval.records import EpisodeScore, WrongAttribute, WrongDate
 from edgewise.eval.scoring import score_episode
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 from edgewise.signatures.types import Edge, format_utc
 
@@ -168,7 +169,7 @@ def _scored(example: Any, prediction: Any, value: Callable[[EpisodeScore], float
     """The metrics' one body: the example's episode scored, `value` of its score, and the feedback."""
     labeled = example.get("labeled") if hasattr(example, "get") else getattr(example, "labeled", None)
     if labeled is None:
-        raise ValueError("edge_metric: the example has no field 'labeled' holding the LabeledEpisode")
+        raise UsageError("edge_metric: the example has no field 'labeled' holding the LabeledEpisode")
     if not isinstance(labeled, LabeledEpisode):
         labeled = LabeledEpisode.model_validate(labeled)
     raw_edges = None if prediction is None else getattr(prediction, "edges", None)

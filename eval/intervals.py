@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from edgewise.eval.records import EpisodeScore, f1_of, ratio
+from edgewise.signatures.errors import EdgewiseError, UsageError
 
 Stat = Literal[
     "edge_f1_micro",
@@ -31,6 +32,13 @@ Stat = Literal[
 
 CI_LEVEL: Final[float] = 0.95
 """The coverage of every interval edgewise reports (and of the manifest's paired selection record)."""
+
+
+class UndefinedStatistic(EdgewiseError, ValueError):
+    """The statistic has no value on these episodes: nothing to judge it on (no matched edge for a date
+    accuracy, no attribute for an attribute accuracy). A `ValueError` too, which the callers that leave
+    such a statistic out (dev selection, the bench's comparisons) catch."""
+
 
 DEFAULT_RESAMPLES: Final[int] = 2000
 """Resamples behind every interval unless a caller asks for another count: the bench's split
@@ -70,7 +78,7 @@ def stat_columns(scores: Sequence[EpisodeScore], stat: Stat) -> tuple[list[tuple
     if stat == "attribute_precision":
         rows = [(s.attribute_supported, s.attribute_values) for s in scores]
         return rows, lambda a, n: a[0] / a[1] if a[1] else float("nan")
-    raise ValueError(f"bootstrap_ci: unknown stat {stat!r}; choose one of {', '.join(Stat.__args__)}")
+    raise UsageError(f"bootstrap_ci: unknown stat {stat!r}; choose one of {', '.join(Stat.__args__)}")
 
 
 def stat_value(scores: Sequence[EpisodeScore], stat: Stat) -> float:
@@ -99,7 +107,7 @@ def bootstrap(
     `statistic`.
     """
     if n_resamples < 1:
-        raise ValueError(f"bootstrap: n_resamples must be at least 1, got {n_resamples}")
+        raise UsageError(f"bootstrap: n_resamples must be at least 1, got {n_resamples}")
     arrays = [np.asarray(table, dtype=float) for table in tables]
     n = len(arrays[0])
     picks = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
@@ -127,12 +135,12 @@ def bootstrap_ci(
     statistic makes the whole interval NaN instead of being left out.
     """
     if not scores:
-        raise ValueError("bootstrap_ci: no episode scores to resample")
+        raise UsageError("bootstrap_ci: no episode scores to resample")
     if n_resamples < 1:
-        raise ValueError(f"bootstrap_ci: n_resamples must be at least 1, got {n_resamples}")
+        raise UsageError(f"bootstrap_ci: n_resamples must be at least 1, got {n_resamples}")
     rows, build = stat_columns(scores, stat)
     n = len(rows)
     interval = bootstrap([rows], lambda sums: build(sums[0], n), n_resamples=n_resamples, seed=seed)
     if interval is None:
-        raise ValueError(f"bootstrap_ci: {stat} is undefined on these episodes (nothing to judge)")
+        raise UndefinedStatistic(f"bootstrap_ci: {stat} is undefined on these episodes (nothing to judge)")
     return interval

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from edgewise.eval.intervals import DEFAULT_RESAMPLES, Stat, bootstrap, stat_columns
+from edgewise.eval.intervals import DEFAULT_RESAMPLES, Stat, UndefinedStatistic, bootstrap, stat_columns
 from edgewise.eval.records import EpisodeScore
+from edgewise.signatures.errors import UsageError
 
 
 class PairedDifference(NamedTuple):
@@ -62,16 +63,16 @@ def paired_difference(
     edge for a date accuracy) are skipped.
     """
     if len(baseline) != len(candidate):
-        raise ValueError(
+        raise UsageError(
             f"paired_difference: {len(baseline)} baseline scores but {len(candidate)} candidate scores"
         )
     if not baseline:
-        raise ValueError("paired_difference: no episode scores to compare")
+        raise UsageError("paired_difference: no episode scores to compare")
     pairs = enumerate(zip(baseline, candidate, strict=True))
     mismatched = [i for i, (a, b) in pairs if _episode_id(a) != _episode_id(b)]
     if mismatched:
         i = mismatched[0]
-        raise ValueError(
+        raise UsageError(
             f"paired_difference: position {i} scores {_episode_id(baseline[i])!r} and {_episode_id(candidate[i])!r}"
         )
     rows_a, build = stat_columns(baseline, stat)
@@ -87,7 +88,9 @@ def paired_difference(
         seed=seed,
     )
     if interval is None:
-        raise ValueError(f"paired_difference: {stat} is undefined on these episodes (nothing to judge)")
+        raise UndefinedStatistic(
+            f"paired_difference: {stat} is undefined on these episodes (nothing to judge)"
+        )
     return PairedDifference(float(observed), *interval, n)
 
 

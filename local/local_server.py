@@ -43,7 +43,7 @@ from edgewise.local.llama_runtimes import (
     stderr_progress,
 )
 from edgewise.local.local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
-from edgewise.signatures.errors import EdgewiseError
+from edgewise.signatures.errors import EdgewiseError, UsageError
 
 __all__ = [
     "SERVER_BINARY_ENV",
@@ -225,7 +225,7 @@ class LocalServer:
         lora: Path | None = None,
     ) -> None:
         if slots < 1:
-            raise ValueError("a server needs at least one slot")
+            raise UsageError("a server needs at least one slot")
         self.spec = spec
         self.slots = slots
         self.model_name = spec.name

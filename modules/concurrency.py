@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from edgewise.signatures.errors import UsageError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -33,7 +35,7 @@ def iter_concurrently(
     At most `2 * workers` items are in flight, so a long input stream is never read ahead far.
     """
     if workers < 1:
-        raise ValueError("workers must be >= 1")
+        raise UsageError("workers must be >= 1")
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="edgewise")
     pending: deque[tuple[T, Future[R | Exception]]] = deque()
     try:

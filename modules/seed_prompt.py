@@ -212,11 +212,15 @@ def reply_text(outputs: list[Any]) -> str:
     return (first.get("text") or "") if isinstance(first, dict) else str(first or "")
 
 
+class NoModelError(EdgewiseError, RuntimeError):
+    """A prompt baseline was called with no model configured (a `RuntimeError`, as it was before)."""
+
+
 def configured_lm() -> dspy.BaseLM:
     """The caller's DSPy LM, which a prompt baseline calls directly (its messages are the prompt's own)."""
     lm = dspy.settings.lm
     if lm is None:
-        raise RuntimeError("no language model configured: pass --model or call dspy.configure(lm=...)")
+        raise NoModelError("no language model configured: pass --model or call dspy.configure(lm=...)")
     return lm
 
 

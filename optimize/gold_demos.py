@@ -22,6 +22,7 @@ from typing import Any, Final, NamedTuple
 import dspy
 
 from edgewise.modules.context import extraction_inputs
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.extract_edges import OutputShape, reply_edge
 from edgewise.signatures.gold import LabeledEpisode
 
@@ -84,7 +85,7 @@ def select_gold_demos(
 ) -> GoldDemos:
     """Up to `max_demos` gold demos from `train` covering its sources and types, within `token_budget`."""
     if max_demos < 0 or token_budget < 0:
-        raise ValueError("max_demos and token_budget must be >= 0")
+        raise UsageError("max_demos and token_budget must be >= 0")
     rng = random.Random(seed)
     by_source: dict[str, list[tuple[LabeledEpisode, dspy.Example, int]]] = {}
     for labeled in train:

@@ -44,6 +44,7 @@ from edgewise.eval.paired import paired_difference
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.type_signatures import TypeSignatures
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.gold import LabeledEpisode
 
 LEVERS: Final[tuple[str, ...]] = (
@@ -157,14 +158,14 @@ def parse_lever(spec: str) -> tuple[str, tuple[dict[str, Any], ...]]:
     name, _, value = spec.partition("=")
     name = name.strip()
     if name not in LEVERS:
-        raise ValueError(f"unknown lever {name!r}; known: {', '.join(LEVERS)}")
+        raise UsageError(f"unknown lever {name!r}; known: {', '.join(LEVERS)}")
     alternatives = ALTERNATIVES.get(name, ())
     if not value:
         return name, alternatives
     chosen = tuple(change for change in alternatives if str(value_of(name, change)) == value.strip())
     if not chosen:
         listed = ", ".join(str(value_of(name, change)) for change in alternatives) or "none"
-        raise ValueError(f"lever {name} has no alternative {value.strip()!r}; its alternatives: {listed}")
+        raise UsageError(f"lever {name} has no alternative {value.strip()!r}; its alternatives: {listed}")
     return name, chosen
 
 

@@ -30,6 +30,7 @@ from edgewise.optimize.selection import keep_if_better, score_pick
 from edgewise.optimize.settings import DEFAULTS, OptimizeSettings
 from edgewise.optimize.splits import Dataset, load_split, selection_dev, split_description
 from edgewise.programs.artifact import save
+from edgewise.signatures.errors import UsageError
 
 
 def _say(stream: TextIO | None, message: str) -> None:
@@ -70,7 +71,7 @@ def optimize(
     say = partial(_say, progress)
     train_split, dev_split = load_split(train, "train"), load_split(dev, "dev")
     if not train_split.episodes or not dev_split.episodes:
-        raise ValueError("optimize needs at least one train and one dev episode")
+        raise UsageError("optimize needs at least one train and one dev episode")
     selected = selection_dev(dev_split, settings)
     dev_split = selected.split
     record = RunRecord(

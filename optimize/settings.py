@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Final, Literal
 
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
 from edgewise.optimize.program_search import parse_lever
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.extract_edges import OutputShape
 
 OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold", "program"]
@@ -81,25 +82,25 @@ class OptimizeSettings:
     def validate(self) -> None:
         """Refuse settings no optimizer can run, with the setting named."""
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+            raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.auto is not None and self.auto not in AUTO_LEVELS:
-            raise ValueError(f"auto must be one of {', '.join(AUTO_LEVELS)}, not {self.auto!r}")
+            raise UsageError(f"auto must be one of {', '.join(AUTO_LEVELS)}, not {self.auto!r}")
         if self.max_demos < 0 or self.reflexion_rounds < 0 or self.workers < 1:
-            raise ValueError("max_demos and reflexion_rounds must be >= 0, workers >= 1")
+            raise UsageError("max_demos and reflexion_rounds must be >= 0, workers >= 1")
         if self.optimizer == "bootstrap" and self.max_demos < 1:
-            raise ValueError("the bootstrap optimizer tunes demos only: max_demos must be >= 1")
+            raise UsageError("the bootstrap optimizer tunes demos only: max_demos must be >= 1")
         if self.gold_demos < 0 or self.demo_tokens < 1 or self.minibatch_size < 1:
-            raise ValueError("gold_demos must be >= 0, demo_tokens and minibatch_size >= 1")
+            raise UsageError("gold_demos must be >= 0, demo_tokens and minibatch_size >= 1")
         if self.optimizer == "bootstrap" and self.gold_demos:
-            raise ValueError(
+            raise UsageError(
                 "bootstrap tunes bootstrapped demos; gold demos are searched by --optimizer gold"
             )
         if self.budget is not None and self.budget < 1:
-            raise ValueError("budget must be >= 1 LM call")
+            raise UsageError("budget must be >= 1 LM call")
         if self.dev_size is not None and self.dev_size < 1:
-            raise ValueError("dev_size must be >= 1 episode")
+            raise UsageError("dev_size must be >= 1 episode")
         if (self.candidates is None) != (self.trials is None) and self.optimizer == "mipro":
-            raise ValueError("mipro: give both candidates and trials (they replace auto), or neither")
+            raise UsageError("mipro: give both candidates and trials (they replace auto), or neither")
         for lever in self.levers or ():
             parse_lever(lever)
 

@@ -58,6 +58,7 @@ from edgewise.signatures.errors import (
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
     EdgewiseError,
+    UsageError,
 )
 
 T = TypeVar("T")
@@ -206,9 +207,9 @@ class TokenBucket:
 
     def __init__(self, rate: float, burst: int = 1, *, clock: Callable[[], float] = time.monotonic) -> None:
         if not rate > 0 or not math.isfinite(rate):
-            raise ValueError(f"TokenBucket rate must be a positive number of requests a second, got {rate}")
+            raise UsageError(f"TokenBucket rate must be a positive number of requests a second, got {rate}")
         if burst < 1:
-            raise ValueError(f"TokenBucket burst must be >= 1, got {burst}")
+            raise UsageError(f"TokenBucket burst must be >= 1, got {burst}")
         self.rate, self.burst, self._clock = float(rate), burst, clock
         self._tokens = float(burst)
         self._updated = clock()
@@ -239,7 +240,7 @@ class EpisodeStats:
         self, timeout_s: float | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"episode timeout must be > 0 seconds, got {timeout_s}")
+            raise UsageError(f"episode timeout must be > 0 seconds, got {timeout_s}")
         self.timeout_s = timeout_s
         self._clock = clock
         self.started: float | None = None

@@ -21,7 +21,9 @@ score the result as it is, counting its parse failures.
 
 from __future__ import annotations
 
+import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
@@ -31,8 +33,9 @@ import dspy
 from edgewise.modules.concurrency import iter_concurrently
 from edgewise.modules.usage import tracked_usage
 from edgewise.runtime.faults import episode_scope, failure_reason
+from edgewise.runtime.redaction import redact
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_PARSE_FAILURE, EdgewiseError
+from edgewise.signatures.errors import REASON_INTERNAL, REASON_PARSE_FAILURE, EdgewiseError, debug_enabled
 from edgewise.signatures.types import ExtractionResult, StepUsage
 
 T = TypeVar("T")
@@ -114,14 +117,29 @@ def run_episode(
 
 def _failed(error: BaseException, tracker: Any, stats: Any, started: float) -> Outcome:
     latency = time.perf_counter() - started
+    reason = failure_reason(error)
+    if reason == REASON_INTERNAL and debug_enabled():
+        print_bug_trace(error)
     return Outcome(
         None,
         error,
-        failure_reason(error),
+        reason,
         tracked_usage(tracker),
         stats.requests,
         stats.retry_reasons,
         latency,
+    )
+
+
+def print_bug_trace(error: BaseException) -> None:
+    """The traceback of an episode's `internal_error` on stderr, keys masked, for `EDGEWISE_DEBUG=1`.
+
+    The episode's record says only the exception's type and message; the line that raised it is
+    what fixing the bug needs, and it exists only here, where the exception was caught.
+    """
+    trace = "".join(traceback.format_exception(error))
+    sys.stderr.write(
+        f"edgewise: internal error in an episode (a bug in edgewise):\n{redact(trace, max_chars=None)}"
     )
 
 

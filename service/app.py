@@ -45,7 +45,7 @@ from edgewise.service.guard import GuardMiddleware
 from edgewise.service.lifecycle import Lifecycle
 from edgewise.service.runner import ProgramRunner, shutting_down
 from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import reason_of_status
+from edgewise.signatures.errors import MissingExtraError, UsageError, reason_of_status
 from edgewise.signatures.types import ExtractionResult
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
@@ -121,7 +121,7 @@ def create_app(
     service's HTTP protocol (`connections.guarded_protocol`); without one the app never drains.
     """
     if _SERVE_EXTRA_MISSING is not None:
-        raise RuntimeError(f"{SERVE_EXTRA_HINT} ({_SERVE_EXTRA_MISSING})")
+        raise MissingExtraError(f"{SERVE_EXTRA_HINT} ({_SERVE_EXTRA_MISSING})")
     for name, value in (
         ("max_body_bytes", max_body_bytes),
         ("max_entities", max_entities),
@@ -129,12 +129,12 @@ def create_app(
         ("max_batch", max_batch),
     ):
         if value < 1:
-            raise ValueError(f"create_app: {name} must be at least 1, got {value}")
+            raise UsageError(f"create_app: {name} must be at least 1, got {value}")
     if max_queue < 0:
-        raise ValueError(f"create_app: max_queue must be at least 0, got {max_queue}")
+        raise UsageError(f"create_app: max_queue must be at least 0, got {max_queue}")
     for name, seconds in (("request_timeout_s", request_timeout_s), ("read_timeout_s", read_timeout_s)):
         if not seconds > 0:
-            raise ValueError(f"create_app: {name} must be > 0, got {seconds}")
+            raise UsageError(f"create_app: {name} must be > 0, got {seconds}")
     check_api_token(api_token)
     lifecycle = lifecycle or Lifecycle()
     runner = ProgramRunner(
@@ -212,18 +212,18 @@ def _answer_errors_in_one_shape(app: FastAPI) -> None:
 
 
 def check_api_token(token: str | None, *, name: str = "the API token") -> None:
-    """Refuse a bearer token that is set but empty or short (a `ValueError` naming it as `name`): an
+    """Refuse a bearer token that is set but empty or short (a `UsageError` naming it as `name`): an
     empty one would leave the service open while its operator believes it guarded, a short one is
     guessable."""
     if token is None:
         return
     if not token.strip():
-        raise ValueError(
+        raise UsageError(
             f"{name} is set but empty, which would leave the service without a token; unset it to serve "
             f"without one, or set one of at least {MIN_API_TOKEN_CHARS} characters"
         )
     if len(token) < MIN_API_TOKEN_CHARS:
-        raise ValueError(
+        raise UsageError(
             f"{name} has {len(token)} characters; use at least {MIN_API_TOKEN_CHARS}, for example the output "
             "of: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )

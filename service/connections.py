@@ -30,7 +30,7 @@ from typing import Any, Final, NamedTuple
 
 from edgewise.service.bad_request import raw_error_response
 from edgewise.service.lifecycle import Lifecycle
-from edgewise.signatures.errors import REASON_BAD_REQUEST, REASON_OVERLOADED
+from edgewise.signatures.errors import REASON_BAD_REQUEST, REASON_OVERLOADED, UsageError
 
 DEFAULT_MAX_CONNECTIONS: Final = 1024
 DEFAULT_BACKLOG: Final = 2048
@@ -75,7 +75,7 @@ def connection_limits(requested: int, model_connections: int, limit: int | None)
         return ConnectionLimits(requested, DEFAULT_BACKLOG)
     room = limit - RESERVED_FILES - model_connections - 3 * MIN_BACKLOG
     if room < 1:
-        raise ValueError(
+        raise UsageError(
             f"the open-file limit (ulimit -n) is {limit}: too low for the connections of {model_connections} "
             f"model threads and {RESERVED_FILES + 3 * MIN_BACKLOG} others; raise it or lower --workers"
         )
@@ -95,9 +95,9 @@ def guarded_protocol(
     before it has waited for the connections).
     """
     if not read_timeout_s > 0:
-        raise ValueError(f"read timeout must be > 0 seconds, got {read_timeout_s}")
+        raise UsageError(f"read timeout must be > 0 seconds, got {read_timeout_s}")
     if max_connections < 1:
-        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        raise UsageError(f"max_connections must be at least 1, got {max_connections}")
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from edgewise.signatures.errors import REASON_SHUTTING_DOWN
+from edgewise.signatures.errors import REASON_SHUTTING_DOWN, UsageError
 
 DEFAULT_SHUTDOWN_TIMEOUT_S: Final = 10.0
 
@@ -33,7 +33,7 @@ class Lifecycle:
 
     def __init__(self, shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> None:
         if not shutdown_timeout_s > 0:
-            raise ValueError(f"shutdown timeout must be > 0 seconds, got {shutdown_timeout_s}")
+            raise UsageError(f"shutdown timeout must be > 0 seconds, got {shutdown_timeout_s}")
         self.shutdown_timeout_s = shutdown_timeout_s
         self._drain_deadline: float | None = None
         self._expired = False

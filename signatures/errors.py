@@ -4,10 +4,15 @@ A reason word is what a failed line of `edgewise extract`, a Ray row's `error` c
 `errors.jsonl` and an HTTP error body say went wrong. Each word has one meaning and one HTTP status,
 listed once in `REASONS`; the service answers with that status, and every other path writes the
 same word. `failure_reason` (runtime/faults.py) picks the word for an exception from a model call.
+
+An exception that is not an `EdgewiseError` (nor an `OSError`, a file the system refused) is a bug in
+edgewise: the CLI says so instead of passing it off as the user's mistake, and `EDGEWISE_DEBUG=1`
+(`debug_enabled`) adds its traceback there and on a failed episode's `internal_error`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar, Final, NamedTuple
 
 
@@ -111,3 +116,34 @@ class EdgewiseError(Exception):
     """
 
     reason: ClassVar[str | None] = None
+
+
+class UsageError(EdgewiseError, ValueError):
+    """A flag, argument or setting edgewise cannot use; the message names it and what it takes.
+
+    Also a `ValueError`, the class these checks raised before, so a caller's `except ValueError`
+    still catches it.
+    """
+
+
+class FileContentError(EdgewiseError, ValueError):
+    """A file that was read but does not hold what it should; the message names the file and the field.
+
+    Also a `ValueError` (a file's bad content), as opposed to an `OSError` (a file that cannot be read).
+    """
+
+
+class MissingExtraError(EdgewiseError, RuntimeError):
+    """An optional part of edgewise is not installed (the serve or ray extra); the message says what to
+    install. Also a `RuntimeError`, the class this check raised before."""
+
+
+DEBUG_ENV: Final = "EDGEWISE_DEBUG"
+"""Set to 1 to print the traceback of a bug (an exception edgewise did not expect) where it is reported."""
+
+_OFF: Final = frozenset({"", "0", "false", "no", "off"})
+
+
+def debug_enabled() -> bool:
+    """Whether `EDGEWISE_DEBUG` asks for tracebacks: read at each report, so a test or a shell can flip it."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in _OFF

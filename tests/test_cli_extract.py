@@ -16,6 +16,7 @@ from mock_openai import MockOpenAIServer
 
 from edgewise.cli import build_parser, main
 from edgewise.cli import extract as extract_cli
+from edgewise.local.local_server import LocalServerError
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.programs.artifact import ArtifactError, load
 from edgewise.runtime.jsonl import parse_episode_line
@@ -248,7 +249,7 @@ def test_earlier_results_survive_a_run_that_cannot_start(tmp_path, monkeypatch, 
 
     @contextmanager
     def server_that_does_not_start(config):
-        raise RuntimeError("llama-server exited during start-up")
+        raise LocalServerError("llama-server exited during start-up")
         yield
 
     monkeypatch.setattr(extract_cli, "open_lm", server_that_does_not_start)

@@ -12,7 +12,14 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
+from edgewise.signatures.errors import EdgewiseError
 from edgewise.signatures.gold import Granularity
+
+
+class DataBuildError(EdgewiseError, ValueError):
+    """The built episodes break a rule of the split files (a repeated id, a field out of bounds, a
+    split a hand-written file declares that does not exist); the message names the episodes."""
+
 
 #: Wikipedia- and transcript-derived episodes carry no creation time of their own; every such
 #: episode gets this one fixed, plausible reference time so that builds are reproducible.

@@ -286,7 +286,7 @@ def _count(word: str) -> int:
         return int(word)
     if word in _NUMBER_WORDS:
         return _NUMBER_WORDS[word]
-    raise ValueError(f"unknown number {word!r}")
+    raise ConversationalSourceError(f"unknown number {word!r}")
 
 
 def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
@@ -294,7 +294,8 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
 
     The grammar is the one listed in `conversational_source`'s docstring: "ref", absolute "2019" /
     "2019-05" / "2019-05-17", and relative forms such as "last Saturday", "two weeks ago", "last month",
-    "March 4" or "next September". Raises ValueError for anything else, so a typo never becomes a date.
+    "March 4" or "next September". Raises ConversationalSourceError (a ValueError) for anything else,
+    so a typo never becomes a date.
     """
     ref = reference_time.astimezone(UTC)
     today = ref.date()
@@ -323,7 +324,9 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
     if match := re.fullmatch(r"(?:(in) )?(\w+) (day|week|month|year)s?(?: (ago))?", text):
         future, number, unit, past = match.groups()
         if bool(future) == bool(past):
-            raise ValueError(f"date expression {expression!r} needs exactly one of 'in ...' or '... ago'")
+            raise ConversationalSourceError(
+                f"date expression {expression!r} needs exactly one of 'in ...' or '... ago'"
+            )
         amount = _count(number) * (1 if future else -1)
         if unit in ("day", "week"):
             return ResolvedDate(
@@ -355,7 +358,7 @@ def resolve_date(expression: str, reference_time: datetime) -> ResolvedDate:
                 return _month_start(today.year, _MONTHS[name])
             return ResolvedDate(_midnight(date(today.year, _MONTHS[name], int(day_text))), "day")
 
-    raise ValueError(f"unknown date expression {expression!r}")
+    raise ConversationalSourceError(f"unknown date expression {expression!r}")
 
 
 def _edge_types(source: ConversationalSource) -> list[dict[str, Any]]:

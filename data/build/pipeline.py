@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final
 
+from edgewise.data.build.common import DataBuildError
 from edgewise.data.build.dialogre import build_dialogre_episodes
 from edgewise.data.build.redocred import build_redocred_episodes
 from edgewise.data.build.splits import append_declared, smoke_subset, split_episodes
@@ -108,10 +109,10 @@ def build_all(
     ids = [episode.id for episode in every]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ValueError(f"duplicate episode ids: {duplicates[:5]}")
+        raise DataBuildError(f"duplicate episode ids: {duplicates[:5]}")
     problems = [f"{e.id}: {field}: {reason}" for e in every for field, reason in check_episode(e)]
     if problems:
-        raise ValueError("built episodes break the file rules:\n" + "\n".join(problems[:20]))
+        raise DataBuildError("built episodes break the file rules:\n" + "\n".join(problems[:20]))
     splits = split_episodes(episodes)
     splits["smoke"] = smoke_subset(splits["dev"])
     return append_declared(splits, declared)

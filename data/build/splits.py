@@ -16,6 +16,7 @@ import re
 from collections import defaultdict
 from typing import Final
 
+from edgewise.data.build.common import DataBuildError
 from edgewise.signatures.gold import LabeledEpisode
 
 SPLIT_TARGETS: Final[dict[str, int]] = {"train": 150, "dev": 100, "test": 300}
@@ -117,7 +118,7 @@ def append_declared(
     """
     unknown = sorted(set(declared) - set(splits))
     if unknown:
-        raise ValueError(f"declared split(s) {unknown} are not among {sorted(splits)}")
+        raise DataBuildError(f"declared split(s) {unknown} are not among {sorted(splits)}")
     return {
         name: members + sorted(declared.get(name, []), key=lambda e: e.id) for name, members in splits.items()
     }

@@ -14,6 +14,7 @@ from typing import Final
 
 from pydantic import TypeAdapter, ValidationError
 
+from edgewise.signatures.errors import FileContentError
 from edgewise.signatures.types import EdgeType
 
 #: The alias tables, shipped as package data: converter -> gold type (a Re-DocRED gold type is its
@@ -39,7 +40,7 @@ def type_aliases(converter: str, path: Path = ALIASES_FILE) -> dict[str, list[st
     try:
         tables = _ALIAS_TABLES.validate_json(path.read_bytes())
     except ValidationError as error:
-        raise ValueError(f"{path}: {error}") from error
+        raise FileContentError(f"{path}: {error}") from error
     if converter not in tables:
-        raise ValueError(f"{path}: no alias table for {converter!r} (tables: {', '.join(tables)})")
+        raise FileContentError(f"{path}: no alias table for {converter!r} (tables: {', '.join(tables)})")
     return tables[converter]
