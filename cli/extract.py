@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -11,8 +10,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import IO, Any
-
-from tqdm import tqdm
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.cli.extract_ray import DEFAULT_ACTORS
@@ -38,6 +35,8 @@ from edgewise.runtime.jsonl import (
 )
 from edgewise.runtime.lm import lm_context, open_lm
 from edgewise.runtime.reply_cache import use_reply_cache
+from edgewise.scale.batch_report import report_summary, run_started
+from edgewise.signatures.errors import UsageError
 from edgewise.signatures.file_types import FileEntityTypes
 
 HELP = "extract edges from JSONL episodes"
@@ -51,7 +50,8 @@ input order and each line is written as soon as it and every line before it are 
 continues a stopped or killed run without losing or repeating an episode. stdout carries only
 these lines. --output is never the input, is locked against a second run, and is emptied only once
 the model is ready. Exit status: 0 every line is a result, 2 some lines are errors, 1 nothing ran
-(usage, configuration or file error; the message is on stderr), 130 interrupted.
+(usage, configuration or file error; the message is on stderr), 3 a bug in edgewise
+(EDGEWISE_DEBUG=1 prints its traceback), 130 interrupted.
 
 Without --program the shipped program compiled for --model runs (qwen2.5-coder-1.5b-program-v2 on
 the local 1.5B), and the uncompiled one (default) on any other model; a line on stderr names the
@@ -169,14 +169,14 @@ def _refuse_ray_only_settings(args: argparse.Namespace) -> None:
     """What only --engine ray does is refused by the local engine, not silently done another way."""
     ray_only = [flag for flag, value in (("--address", args.address), ("--actors", args.actors)) if value]
     if ray_only:
-        raise ValueError(f"{' and '.join(ray_only)} need --engine ray")
+        raise UsageError(f"{' and '.join(ray_only)} need --engine ray")
     if args.input is not None and args.input.is_dir():
-        raise ValueError(f"--input {args.input} is a folder: folders of episodes need --engine ray")
+        raise UsageError(f"--input {args.input} is a folder: folders of episodes need --engine ray")
     for flag, path in (("--input", args.input), ("--output", args.output)):
         if path is not None and path.suffix.lower() == ".parquet":
-            raise ValueError(f"{flag} {path} is Parquet: Parquet files need --engine ray")
+            raise UsageError(f"{flag} {path} is Parquet: Parquet files need --engine ray")
     if args.api_base and "," in args.api_base:
-        raise ValueError("several --api-base servers need --engine ray (the local engine talks to one)")
+        raise UsageError("several --api-base servers need --engine ray (the local engine talks to one)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     banners, a library's debug print) goes to stderr: stdout carries only the result lines.
     """
     if args.resume and args.output is None:
-        raise ValueError("--resume needs --output (the file to continue)")
+        raise UsageError("--resume needs --output (the file to continue)")
     if args.engine == "ray":
         from edgewise.cli.extract_ray import run_ray
 
@@ -224,17 +224,8 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
             if claimed
             else ResumePoint(0, Counter())
         )
-        summary.resumed_after, summary.resumed_failed = resumed.lines, resumed.failed
-        summary.rerun = len(resumed.retry)
-        print(f"edgewise extract: {choice.notice()}", file=sys.stderr)
         progress = stack.enter_context(
-            tqdm(
-                desc="episodes",
-                unit="ep",
-                file=sys.stderr,
-                disable=args.no_progress,
-                initial=resumed.lines - len(resumed.retry),
-            )
+            run_started(summary, resumed, choice.notice(), progress=not args.no_progress)
         )
         types = FileEntityTypes()
 
@@ -258,11 +249,7 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         for done in run_lines(read_episode_lines(stream_in, source, first_line=resumed.lines + 1)):
             write_record(stream_out, done.record)
     summary.wall_s = time.monotonic() - started
-    for line in types.report(source):
-        print(f"edgewise extract: {line}", file=sys.stderr)
-    print(f"edgewise extract: {summary.text()}", file=sys.stderr)
-    if args.summary_json is not None:
-        args.summary_json.write_text(json.dumps(summary.to_json_dict(), indent=2) + "\n")
+    report_summary(summary, summary_json=args.summary_json, notes=types.report(source))
     return EXIT_OK if summary.all_done else EXIT_SOME_FAILED
 
 

@@ -14,6 +14,11 @@ before anything is written. At the end the records are written in input order to
 that replaces the results file in one rename, and the journal is removed. The results file is never
 emptied or cut: a run that stops (kill, Ctrl-C, a lost cluster) leaves the earlier results file as it
 was and its own progress in the journal, which `--resume` continues.
+
+Resuming follows the local engine's rules (`edgewise.runtime.jsonl`), with its own functions: each
+kept record must carry the id of the input line it answers (`input_line_id`), and a kept error
+line whose reason may pass on another try (`retryable`) runs again. Its new record is appended to
+the journal after the old one, and in a journal the later record of a line is the one that counts.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from edgewise.files.atomic import atomic_write
-from edgewise.runtime.jsonl import ResumeError, ResumePoint
+from edgewise.runtime.jsonl import InputLine, ResumeError, ResumePoint, input_line_id, retryable
+from edgewise.scale.rows import input_line
+from edgewise.signatures.errors import EdgewiseError, FileContentError, UsageError
 
 PARQUET_SUFFIX: Final = ".parquet"
 JSONL_SUFFIX: Final = ".jsonl"
@@ -43,6 +50,12 @@ _PARQUET_ROWS_PER_GROUP: Final = 10_000
 _READ_BLOCK_BYTES: Final = 1 << 20
 
 FileKind = Literal["jsonl", "parquet"]
+
+
+class RayRunError(EdgewiseError, RuntimeError):
+    """A Ray run that stopped before every line had its record; the message says where its records are."""
+
+
 # The rows Ray's read tasks produce: where a line came from, and its bytes as `edgewise extract` reads them.
 LINE_SCHEMA: Final = pa.schema([("source", pa.string()), ("line", pa.int64()), ("raw", pa.binary())])
 # The columns of a Parquet results file: the record's position and id, its error reason, and the record.
@@ -108,7 +121,7 @@ def input_files(path: Path) -> list[tuple[Path, str | None]]:
         and not any(part.startswith(".") for part in candidate.relative_to(path).parts)
     )
     if not found:
-        raise ValueError(f"{path}: the folder holds no {JSONL_SUFFIX} or {PARQUET_SUFFIX} files")
+        raise UsageError(f"{path}: the folder holds no {JSONL_SUFFIX} or {PARQUET_SUFFIX} files")
     return [(candidate, candidate.relative_to(path).as_posix()) for candidate in found]
 
 
@@ -139,7 +152,7 @@ def index_input(path: Path, *, lines_per_chunk: int = LINES_PER_CHUNK) -> InputI
             try:
                 metadata = pq.ParquetFile(file_path).metadata
             except (pa.ArrowException, OSError) as error:
-                raise ValueError(f"{file_path}: not a readable Parquet file ({error})") from None
+                raise FileContentError(f"{file_path}: not a readable Parquet file ({error})") from None
             first = 1
             for group in range(metadata.num_row_groups):
                 rows = metadata.row_group(group).num_rows
@@ -194,16 +207,22 @@ def _chunk_lines(chunk: dict[str, Any]) -> list[bytes]:
     return [piece.rstrip(b"\r\n") for piece in pieces]  # as `for raw in handle: raw.rstrip(b"\r\n")`
 
 
+def _checked_chunk_lines(chunk: dict[str, Any]) -> list[bytes]:
+    """A chunk's lines, as many as the index counted; fewer or more means the input changed since."""
+    lines = _chunk_lines(chunk)
+    if len(lines) != chunk["lines"]:
+        raise RayRunError(
+            f"{chunk['path']}: expected {chunk['lines']} lines from line {chunk['first_line']}, read "
+            f"{len(lines)}; the input changed during the run"
+        )
+    return lines
+
+
 def read_chunks(batch: pa.Table) -> pa.Table:
     """The read tasks' step: each chunk's lines with their numbers, less those a resumed run already has."""
     columns: dict[str, list[Any]] = {"source": [], "line": [], "raw": []}
     for chunk in batch.to_pylist():
-        lines = _chunk_lines(chunk)
-        if len(lines) != chunk["lines"]:
-            raise RuntimeError(
-                f"{chunk['path']}: expected {chunk['lines']} lines from line {chunk['first_line']}, read "
-                f"{len(lines)}; the input changed during the run"
-            )
+        lines = _checked_chunk_lines(chunk)
         skip = (
             np.unpackbits(np.frombuffer(chunk["skip"], dtype=np.uint8), count=len(lines))
             if chunk["skip"]
@@ -253,33 +272,40 @@ class ResultsFile:
 
     # -- the run ---------------------------------------------------------------------------------------
     def begin(self, *, resume: bool) -> ResumePoint:
-        """Start the journal: empty, or (`resume`) with the records a stopped run or the results file holds."""
-        failed: Counter[str] = Counter()
-        kept = 0
+        """Start the journal: empty, or (`resume`) with the records a stopped run or the results file holds.
+
+        A resumed run keeps a record only if it answers its input line (the same id; otherwise a
+        `ResumeError`, and nothing changes); the kept error lines that may pass on another try come
+        back in the `ResumePoint`'s `retry` and are left to run again (`done` says they have no record).
+        """
         if resume and self.journal.exists():
             self._stream = open(self.journal, "r+b")  # noqa: SIM115 - held for the run, closed by close()
-            keep = 0
-            for start, raw in _complete_lines(self._stream):
-                kept_one = self._keep(raw, start, self.journal, failed)
-                kept += kept_one
-                keep = start + len(raw)
+            try:
+                keep = 0
+                for start, raw in _complete_lines(self._stream):
+                    self._keep(raw, start, self.journal)
+                    keep = start + len(raw)
+                point = self._check_kept(self.journal)
+            except BaseException:
+                self.close()
+                raise
             self._stream.truncate(keep)  # a cut last line (a kill mid-write) goes
             self._stream.seek(keep)
             self._size = keep
-        else:
-            self._stream = open(self.journal, "w+b")  # noqa: SIM115 - held for the run, closed by close()
-            try:
-                if resume and self.output.exists() and self.output.stat().st_size:
-                    for raw in _result_lines(self.output):
-                        if self._keep(raw, self._size, self.output, failed):
-                            kept += 1
-                            self._write(raw)
-                    self._stream.flush()
-            except BaseException:
-                self.close()
-                self.journal.unlink(missing_ok=True)
-                raise
-        return ResumePoint(kept, failed)
+            return point
+        self._stream = open(self.journal, "w+b")  # noqa: SIM115 - held for the run, closed by close()
+        try:
+            if resume and self.output.exists() and self.output.stat().st_size:
+                for raw in _result_lines(self.output):
+                    self._keep(raw, self._size, self.output)
+                    self._write(raw)
+                self._stream.flush()
+                return self._check_kept(self.output)
+        except BaseException:
+            self.close()
+            self.journal.unlink(missing_ok=True)
+            raise
+        return ResumePoint(0, Counter())
 
     def done(self) -> list[np.ndarray]:
         """Per input file, which lines (by number; index 0 unused) have a record."""
@@ -360,8 +386,12 @@ class ResultsFile:
             )
         return number, line
 
-    def _keep(self, raw: bytes, start: int, path: Path, failed: Counter[str]) -> int:
-        """Index one kept record at `start` in the journal; 1 if it is kept, 0 for a line answered twice."""
+    def _keep(self, raw: bytes, start: int, path: Path) -> None:
+        """Index one kept record at `start` in the journal; a later record of the same line replaces it.
+
+        A journal holds a line twice only when a resumed run ran its error line again (a line Ray
+        delivers twice is journaled once, see `add`), so the later record is the newer answer.
+        """
         try:
             record = json.loads(raw)
         except ValueError as error:
@@ -370,14 +400,52 @@ class ResultsFile:
                 "this file cannot be resumed (move it aside and run without --resume)"
             ) from None
         number, line = self._position(record, str(path))
-        if self.offsets[number][line] >= 0:
-            self.duplicates += 1
-            return 0
         self.offsets[number][line] = start
         self.lengths[number][line] = len(raw)
-        if isinstance(record.get("error"), dict):
-            failed[str(record["error"].get("reason"))] += 1
-        return 1
+
+    def _check_kept(self, path: Path) -> ResumePoint:
+        """Check every kept record against its input line, and take back the error lines to run again.
+
+        The input lines are read as the read tasks read them (only the chunks that hold a kept line),
+        and each record must carry its line's id, as the local engine's resume requires. An error
+        record whose reason is `retryable` loses its place (its line runs again); the others are
+        counted by reason.
+        """
+        assert self._stream is not None
+        descriptor = self._stream.fileno()
+        failed: Counter[str] = Counter()
+        retry: list[InputLine] = []
+        kept = 0
+        for chunk in self.index.chunks:
+            number, first = chunk["file"], chunk["first_line"]
+            offsets = self.offsets[number]
+            if not (offsets[first : first + chunk["lines"]] >= 0).any():
+                continue
+            for line, raw_input in enumerate(_checked_chunk_lines(chunk), start=first):
+                if offsets[line] < 0:
+                    continue
+                kept += 1
+                record = json.loads(os.pread(descriptor, int(self.lengths[number][line]), int(offsets[line])))
+                input_id = input_line_id(raw_input)
+                if record.get("id") != input_id:
+                    named = (
+                        f"{chunk['source']} line {line}" if chunk["source"] is not None else f"line {line}"
+                    )
+                    raise ResumeError(
+                        f"{path}: the record of {named} answers the episode with id {record.get('id')!r}, but "
+                        f"that input line has id {input_id!r}; it was written for another input; resume "
+                        "with that input, or write to another --output"
+                    )
+                error = record.get("error")
+                if not isinstance(error, dict):
+                    continue
+                reason = str(error.get("reason"))
+                if retryable(reason):
+                    retry.append(input_line({"raw": raw_input, "line": line, "source": chunk["source"]}))
+                    offsets[line] = -1
+                else:
+                    failed[reason] += 1
+        return ResumePoint(kept, failed, tuple(retry))
 
     def _ordered(self) -> Iterator[bytes]:
         assert self._stream is not None

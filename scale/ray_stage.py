@@ -15,9 +15,10 @@ without a model call, a failed episode an error record with its reason, ids are 
 
 What reaches the workers is the model's settings, never a key: an actor reads `EDGEWISE_API_KEY`
 (or the provider's own variable) from its own environment, so no key sits in a task, the object
-store or Ray's logs. A compiled program travels as its two JSON files, so a worker needs no access
-to the driver's disk. Several model servers (`api_bases`) are spread over the actors: actor i talks
-to `api_bases[i % len(api_bases)]`.
+store or Ray's logs. The program is resolved once, on the driver, and that program object is what
+every actor gets (Ray serializes it with the actor's arguments): the actors run exactly what the
+driver checked, and a worker needs no access to the driver's disk. Several model servers
+(`api_bases`) are spread over the actors: actor i talks to `api_bases[i % len(api_bases)]`.
 
 A killed actor is restarted and its unfinished batches run again (Ray Data's actor pools default
 to `max_restarts=-1` and `max_task_retries=-1`); a batch's rows come back only when the whole batch
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
+
+import dspy
 
 try:
     import pyarrow as pa
@@ -43,13 +44,14 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "edgewise's Ray Data stage needs Ray: pip install 'edgewise[ray]' (ray[data] 2.40 or later)"
     ) from error
 
-from edgewise.programs.artifact import MANIFEST_FILE, PROGRAM_FILE
-from edgewise.programs.names import BUILTIN_PROGRAMS, choose_program, resolve_program
+from edgewise.programs.lora_adapter import program_adapter
+from edgewise.programs.names import ProgramChoice, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
 from edgewise.runtime.jsonl import encode_record
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, build_lm, lm_context
 from edgewise.runtime.reply_cache import use_reply_cache
 from edgewise.scale.rows import SOURCE_COLUMN, input_line
+from edgewise.signatures.errors import UsageError
 
 # The variable an actor reads its key from (LMConfig.from_env); the provider's own one works as well.
 
@@ -79,25 +81,36 @@ DEFAULT_ACTOR_CPUS: Final = 0.25
 _MIN_BATCH_ROWS: Final = 32
 _BATCH_ROWS_PER_WORKER: Final = 4
 
-# A compiled program as it travels to the workers: a built-in or shipped name, or its files' text.
-ProgramSource = str | dict[str, str]
 
+def resolve_once(
+    program: str | dspy.Module | None,
+    lm: LMConfig,
+    *,
+    reflexion_rounds: int | None = None,
+    open_types: bool = False,
+) -> tuple[dspy.Module, ProgramChoice | None]:
+    """The program the actors run, resolved here once, and the choice behind a name (None for an object).
 
-def program_source(spec: str) -> ProgramSource:
-    """What the actors load `spec` from: a name they resolve themselves, or a folder's two JSON files."""
-    if spec in BUILTIN_PROGRAMS or not Path(spec).is_dir():
-        return spec  # a shipped program's name resolves inside the workers' own edgewise install
-    folder = Path(spec)
-    return {name: (folder / name).read_text(encoding="utf-8") for name in (PROGRAM_FILE, MANIFEST_FILE)}
-
-
-def _load_program(source: ProgramSource, reflexion_rounds: int | None, open_types: bool) -> Any:
-    if isinstance(source, str):
-        return resolve_program(source, reflexion_rounds=reflexion_rounds, open_types=open_types)
-    with tempfile.TemporaryDirectory(prefix="edgewise-program-") as folder:
-        for name, text in source.items():
-            Path(folder, name).write_text(text, encoding="utf-8")
-        return resolve_program(folder, reflexion_rounds=reflexion_rounds, open_types=open_types)
+    A name or folder is resolved as `edgewise extract --program` resolves it (left out: the program
+    `choose_program` picks for `lm`'s model). A program object is taken as it is: `reflexion_rounds`
+    and `open_types` apply to a name only, so with an object they are refused (set them on the object
+    instead). A program that needs a LoRA adapter
+    is refused here (`ArtifactError`, from `program_adapter`): the adapter runs only on the local model
+    edgewise starts, which Ray actors never do.
+    """
+    choice = None
+    if isinstance(program, dspy.Module):
+        if reflexion_rounds is not None or open_types:
+            raise UsageError(
+                "reflexion_rounds and open_types apply when the program is resolved from a name; "
+                "set them on the program object instead"
+            )
+        resolved = program
+    else:
+        choice = choose_program(program, lm.model)
+        resolved = resolve_program(choice.name, reflexion_rounds=reflexion_rounds, open_types=open_types)
+    program_adapter(resolved, lm.model)
+    return resolved, choice
 
 
 def lm_settings(config: LMConfig, concurrency: int) -> dict[str, Any]:
@@ -122,21 +135,26 @@ class EndpointCounter:
 
 
 class EpisodeStage:
-    """The callable class behind `extract`: one per actor, holding the loaded program and its LM."""
+    """The callable class behind `extract`: one per actor, holding the program and its LM."""
 
     def __init__(
         self,
         *,
-        program: ProgramSource,
-        reflexion_rounds: int | None,
-        open_types: bool,
+        program: str | dspy.Module,
         settings: dict[str, Any],
         api_bases: Sequence[str],
         endpoint_counter: Any,
         episode_timeout_s: float | None,
         workers: int,
+        reflexion_rounds: int | None = None,
+        open_types: bool = False,
     ) -> None:
-        self.program = _load_program(program, reflexion_rounds, open_types)
+        """`program` is the driver's resolved program (what `extract` passes), or a name to resolve here
+        (with `reflexion_rounds` and `open_types`) for a stage built by hand."""
+        if isinstance(program, dspy.Module):
+            self.program = program
+        else:
+            self.program = resolve_program(program, reflexion_rounds=reflexion_rounds, open_types=open_types)
         if api_bases:
             number = ray.get(endpoint_counter.next.remote()) if endpoint_counter is not None else 0
             settings = {**settings, "api_base": api_bases[number % len(api_bases)]}
@@ -190,18 +208,18 @@ def batch_rows(workers: int) -> int:
 def check_settings(lm: LMConfig, *, concurrency: int, workers: int, api_bases: Sequence[str]) -> None:
     """Refuse, before Ray runs anything, what the actors could not do."""
     if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        raise UsageError(f"concurrency must be >= 1, got {concurrency}")
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise UsageError(f"workers must be >= 1, got {workers}")
     if any(not base for base in api_bases):
-        raise ValueError("api_bases must be non-empty URLs")
+        raise UsageError("api_bases must be non-empty URLs")
     if lm.is_local:
-        raise ValueError(
+        raise UsageError(
             "the bundled local model does not run inside Ray actors: give the model servers' URLs "
             "(api_bases / --api-base, e.g. vLLM or llama.cpp servers) or a hosted model"
         )
     if lm.api_key and lm.api_key != os.environ.get(API_KEY_ENV):
-        raise ValueError(
+        raise UsageError(
             f"an API key is never sent to Ray workers: set {API_KEY_ENV} (or the provider's own "
             "variable) in the workers' environment and leave LMConfig.api_key unset"
         )
@@ -210,7 +228,7 @@ def check_settings(lm: LMConfig, *, concurrency: int, workers: int, api_bases: S
 def extract(
     dataset: ray.data.Dataset,
     *,
-    program: str | None = None,
+    program: str | dspy.Module | None = None,
     lm: LMConfig | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     api_bases: Sequence[str] = (),
@@ -223,8 +241,11 @@ def extract(
 ) -> ray.data.Dataset:
     """`dataset`'s rows extracted by `program` on `concurrency` actors: one output row per input row.
 
-    `program` is a name or folder as `edgewise extract --program` takes; left out, the shipped program
-    compiled for `lm`'s model runs, else `default` (`edgewise.programs.names.choose_program`).
+    `program` is a name or folder as `edgewise extract --program` takes (left out, the shipped program
+    compiled for `lm`'s model runs, else `default`: `edgewise.programs.names.choose_program`), or a
+    program object. It is resolved here once (`resolve_once`; `reflexion_rounds` and `open_types`
+    apply to a name), so a bad program fails on the driver before any actor starts, and the actors
+    get the resolved program itself.
 
     A row is an episode in the seed's JSON shape (`episodeContent`, `entities`, `referenceTime`, ...,
     and an optional `id`) as `ray.data.read_parquet` or `read_json` gives it, or a `raw` column
@@ -237,19 +258,15 @@ def extract(
     `lm` is the model's settings (default `LMConfig.from_env()`); its key stays on the driver, each
     actor reads its own from its environment. `api_bases` spread several model servers over the
     actors (default: `lm.api_base` for all). `workers` episodes run at once inside each actor, and
-    `lm.max_rps` is shared out over the actors. The program is loaded here once first, so a bad
-    program fails on the driver before any actor starts.
+    `lm.max_rps` is shared out over the actors.
     """
     config = lm or LMConfig.from_env()
     check_settings(config, concurrency=concurrency, workers=workers, api_bases=api_bases)
-    program = choose_program(program, config.model).name
-    resolve_program(program, reflexion_rounds=reflexion_rounds, open_types=open_types)
+    resolved, _ = resolve_once(program, config, reflexion_rounds=reflexion_rounds, open_types=open_types)
     bases = list(api_bases)
-    # What every actor is constructed with (what Ray serializes): settings, never a key.
+    # What every actor is constructed with (what Ray serializes): the program and settings, never a key.
     arguments = {
-        "program": program_source(program),
-        "reflexion_rounds": reflexion_rounds,
-        "open_types": open_types,
+        "program": resolved,
         "settings": lm_settings(config, concurrency),
         "api_bases": bases,
         "endpoint_counter": EndpointCounter.remote() if len(bases) > 1 else None,

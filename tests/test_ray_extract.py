@@ -25,6 +25,7 @@ else:
     ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra: pip install 'edgewise[ray]'")
     pytest.importorskip("ray.data", reason="the Ray engine needs Ray Data: pip install 'edgewise[ray]'")
 
+import dspy
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fakes import edge, edges_reply
@@ -34,7 +35,11 @@ from ray_processes import can_find_actors, stage_actor_on_port
 
 import edgewise
 from edgewise.cli import main
-from edgewise.scale import ray_stage
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.programs.artifact_errors import ArtifactError
+from edgewise.programs.lora_adapter import ADAPTER_ATTRIBUTE, LoraAdapter, LoraAdapterRecord
+from edgewise.scale import ray_driver, ray_stage
+from edgewise.scale.ray_driver import extract_files
 from edgewise.scale.ray_files import journal_path
 
 SECRET: Final = "sk-test-not-for-any-task-7f3a9c"
@@ -245,12 +250,19 @@ def test_a_folder_of_jsonl_and_parquet_to_parquet(tmp_path):
 def test_several_servers_are_spread_over_the_actors(tmp_path, monkeypatch):
     context = ray.data.DataContext.get_current()
     monkeypatch.setattr(context, "wait_for_min_actors_s", 120)  # both actors up before the first batch
+    built: list[str | None] = []
+    build_lm = ray_driver.build_lm
+    monkeypatch.setattr(
+        ray_driver, "build_lm", lambda config: built.append(config.api_base) or build_lm(config)
+    )
     source = _write_jsonl(tmp_path / "in.jsonl", [_episode(n) for n in range(64)])  # two batches of 32
     with MockOpenAIServer(REPLY) as first, MockOpenAIServer(REPLY) as second:
         bases = f"{first.api_base},{second.api_base}"
         assert _extract(source, tmp_path / "out.jsonl", bases, "--engine", "ray", "--actors", "2") == 0
         counts = (len(first.requests), len(second.requests))
+        checked = [first.api_base]
     assert counts == (32, 32)
+    assert built == checked  # the model's settings checked once on the driver, not per server
 
 
 def test_actor_i_takes_server_i_mod_n():
@@ -299,6 +311,7 @@ def test_no_key_in_what_ray_is_given_and_the_workers_key_reaches_the_server(tmp_
     assert server.authorization == [f"Bearer {SECRET}"] * 8  # read by each actor from its own environment
     stage = next(call for call in handed if call["fn"] is ray_stage.EpisodeStage)
     assert stage["fn_constructor_kwargs"]["settings"]["model"] == "openai/mock"
+    assert isinstance(stage["fn_constructor_kwargs"]["program"], dspy.Module)  # the driver's program itself
     payload = cloudpickle.dumps(handed)
     assert SECRET.encode() not in payload and b"api_key" not in payload
 
@@ -337,3 +350,89 @@ def test_earlier_results_survive_a_run_that_cannot_start(tmp_path, capsys):
         assert code == 1
     assert "unknown model 'foo/bar'" in capsys.readouterr().err
     assert out.read_text() == "earlier results\n" and not journal_path(out).exists()
+
+
+def test_the_command_and_the_python_driver_write_the_same_file(tmp_path, monkeypatch):
+    lines: list[dict[str, Any] | str | bytes] = [_episode(n) for n in range(12)]
+    lines[2] = "not json"
+    lines[7] = _episode(7, text="[fail] Alice works at Acme.")  # the server answers 500, no retries
+    source = _write_jsonl(tmp_path / "in.jsonl", lines)
+    resolved: list[str] = []
+    resolve = ray_stage.resolve_program
+    monkeypatch.setattr(
+        ray_stage, "resolve_program", lambda spec, **kw: resolved.append(spec) or resolve(spec, **kw)
+    )
+    with MockOpenAIServer(REPLY, faults=_faulty) as server:
+        code = _extract(source, tmp_path / "command.jsonl", server.api_base, "--engine", "ray",
+                        "--summary-json", str(tmp_path / "command.json"))  # fmt: skip
+        assert resolved == ["default"]  # once, on the driver: the actors get that program
+        config = edgewise.LMConfig(model="openai/mock", api_base=server.api_base, cache=False, num_retries=0)
+        summary = extract_files(
+            source, tmp_path / "python.jsonl", lm=config, summary_json=tmp_path / "python.json"
+        )
+    assert code == 2 and not summary.all_done
+    assert (tmp_path / "python.jsonl").read_bytes() == (tmp_path / "command.jsonl").read_bytes()
+    reports = [json.loads((tmp_path / name).read_text()) for name in ("command.json", "python.json")]
+    expected = summary.to_json_dict()
+    for report in (*reports, expected):
+        report.pop("wallSeconds")
+    assert reports[0] == reports[1] == expected
+    assert reports[0]["failed"] == {"invalid_input": 1, "server_error": 1} and reports[0]["done"] == 10
+
+
+def test_a_program_with_a_lora_adapter_is_refused_before_ray_runs(tmp_path):
+    adapter = tmp_path / "adapter.gguf"
+    adapter.write_bytes(b"GGUF adapter bytes")
+    record = LoraAdapterRecord(file=adapter.name, sha256="0" * 64, size_bytes=18, base_model="local/qwen2.5-coder-0.5b",
+                               base_sha256="1" * 64, rank=16, alpha=32.0, tensors=2)  # fmt: skip
+    program = EdgeExtractor()
+    setattr(program, ADAPTER_ATTRIBUTE, LoraAdapter(adapter, record))
+    source = _write_jsonl(tmp_path / "in.jsonl", [_episode(0)])
+    config = edgewise.LMConfig(model="openai/mock", api_base="http://127.0.0.1:9/v1")
+    with pytest.raises(ArtifactError, match="carries a LoRA adapter"):
+        extract_files(source, tmp_path / "out.jsonl", program=program, lm=config)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def _error(number: int, reason: str, kind: str = "lm") -> dict[str, Any]:
+    failure = {"kind": kind, "reason": reason, "line": number + 1, "message": "earlier run"}
+    return {"id": f"ep-{number:04d}", "line": number + 1, "error": failure}
+
+
+def test_resume_runs_the_retryable_error_lines_again_and_keeps_the_rest(tmp_path):
+    source = _write_jsonl(tmp_path / "in.jsonl", [_episode(n) for n in range(8)])
+    out = tmp_path / "out.jsonl"
+    kept = [
+        _error(1, "server_error"),  # may pass now: runs again
+        {**_error(3, "invalid_input", kind="input"), "kept": True},  # would fail again: kept
+        {"id": "ep-0004", "line": 5, "edges": [], "kept": True},
+        _error(5, "timeout"),  # a resumed run ran it again: the later record is the one that counts
+        {"id": "ep-0005", "line": 6, "edges": [], "kept": True},
+    ]
+    journal_path(out).write_text("".join(json.dumps(record) + "\n" for record in kept))
+    with MockOpenAIServer(REPLY) as server:
+        code = _extract(source, out, server.api_base, "--engine", "ray", "--resume",
+                        "--summary-json", str(tmp_path / "summary.json"))  # fmt: skip
+        assert len(server.requests) == 5  # lines 1, 3, 7, 8 and the error line 2
+    assert code == 2  # the kept input error is still an error line
+    records = _records(out)
+    assert [record["id"] for record in records] == [f"ep-{n:04d}" for n in range(8)]
+    assert "edges" in records[1] and not records[1].get("kept")
+    assert records[3]["error"]["reason"] == "invalid_input"
+    assert [record["line"] for record in records if record.get("kept")] == [4, 5, 6]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["resumedAfter"], summary["rerun"], summary["lines"], summary["done"]) == (4, 1, 5, 5)
+    assert summary["resumedFailed"] == {"invalid_input": 1}
+
+
+def test_resume_refuses_a_journal_whose_ids_are_not_the_input_s(tmp_path, capsys):
+    source = _write_jsonl(tmp_path / "in.jsonl", [_episode(n) for n in range(5)])
+    out = tmp_path / "out.jsonl"
+    journal_path(out).write_text(json.dumps({"id": "ep-0099", "line": 3, "edges": []}) + "\n" + '{"id": "ep')
+    before = journal_path(out).read_bytes()
+    assert _extract(source, out, "http://127.0.0.1:9/v1", "--engine", "ray", "--resume") == 1
+    assert (
+        "the record of line 3 answers the episode with id 'ep-0099', but that input line has id 'ep-0002'"
+        in (capsys.readouterr().err)
+    )
+    assert journal_path(out).read_bytes() == before and not out.exists()
