@@ -15,10 +15,20 @@ TUNED=runs/qwen2.5-coder-0.5b-lora
 edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --out "$TUNED" \
   --epochs 1 --top-layers 12 --batch-size 4 --dev-size 16 --max-minutes 85 --checkpoint-minutes 5 \
   > "$OUT/training.txt"
+# The same program without its adapter (the compact prompt on the base weights): the adapter's own
+# effect, and its latency on the same requests.
+COMPACT=runs/qwen2.5-coder-0.5b-compact
+rm -rf "$COMPACT" && mkdir -p "$COMPACT" && cp "$TUNED/program.json" "$COMPACT/"
+python - "$TUNED/manifest.json" "$COMPACT/manifest.json" <<'PY'
+import json, sys
+manifest = json.load(open(sys.argv[1], encoding="utf-8"))
+manifest.pop("adapter")
+json.dump(manifest, open(sys.argv[2], "w", encoding="utf-8"), indent=2)
+PY
 # 2. The 53 test conversations (attribute schemas stripped, as the 1.5B's v2 bench sent them).
 python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attributes.jsonl --chunks 2 \
   --chunk-dir runs/chunks/finetune --out "$OUT/test-conversational-chunk-{n}" -- \
-  --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
+  --models local/qwen2.5-coder-0.5b --programs default,"$COMPACT","$TUNED" --baseline default --seed 0
 # 3. The dev judgement: all 164 dev episodes as they are.
 python benchmarks/bench_in_chunks.py data/episodes/dev.jsonl --chunks 4 \
   --chunk-dir runs/chunks/finetune --out "$OUT/dev-chunk-{n}" -- \
@@ -38,6 +48,8 @@ python benchmarks/paired_from_results.py "$OUT"/dev-chunk-* --baseline default \
   --episodes runs/results/dev-conversational.jsonl > "$OUT/paired_dev_conversational.md"
 python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline default \
   > "$OUT/paired_test_conversational.md"
+python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" \
+  >> "$OUT/paired_test_conversational.md"
 V2=benchmarks/results/test-program-v2-1.5b
 for BASE in qwen2.5-coder-1.5b-program-v2 baseline-v1; do
   python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* "$V2"/conversational-chunk-* \
