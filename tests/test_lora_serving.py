@@ -133,3 +133,36 @@ def test_the_bench_runs_a_tuned_program_on_its_own_server_and_reports_one_for_an
     runs = {run.program: run for run in report.runs}
     assert runs["plain"].episodes_done == 1 and runs["tuned"].episodes_done == 1
     assert runs["other"].episodes_done == 0 and "trained on local/qwen2.5-coder-1.5b" in runs["other"].error
+
+
+def test_extract_of_a_tuned_program_folder_starts_its_model_with_the_adapter(tmp_path, monkeypatch, capsys):
+    from edgewise.cli import extract as extract_cli
+    from edgewise.cli import main
+    from edgewise.programs.artifact import new_manifest, save
+
+    adapter = adapter_for(tmp_path / "adapter.gguf")
+    program = EdgeExtractor()
+    folder = save(
+        program,
+        tmp_path / "tuned",
+        new_manifest(program, task_model=MODEL, optimizer="finetune", adapter=adapter.record),
+        {"adapter.gguf": adapter.path},
+    )
+    opened: list[LMConfig] = []
+
+    @contextmanager
+    def fake_open_lm(config: LMConfig):
+        opened.append(config)
+        yield dspy.utils.DummyLM([{"edges": []}] * 5, adapter=dspy.JSONAdapter())
+
+    monkeypatch.setattr(extract_cli, "open_lm", fake_open_lm)
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        load_split("smoke", "smoke").episodes[0].episode().model_dump_json(by_alias=True) + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    arguments = ["extract", "-i", str(source), "-o", str(out), "--no-progress", "--no-cache", "--program"]
+    assert main([*arguments, str(folder), "--model", MODEL]) == 0
+    assert opened[0].lora_adapter == folder / "adapter.gguf" and opened[0].model == MODEL
+    assert main([*arguments, str(folder), "--model", "local/qwen2.5-coder-1.5b"]) == 1
+    assert "trained on local/qwen2.5-coder-0.5b" in capsys.readouterr().err and len(opened) == 1
