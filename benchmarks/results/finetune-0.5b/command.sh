@@ -12,9 +12,12 @@ OUT=benchmarks/results/finetune-0.5b
 TUNED=runs/qwen2.5-coder-0.5b-lora
 # 1. Training: 1 epoch over the 355 exhaustively labeled train episodes, adapters on the top 12 of 24
 #    blocks (rank 16, all seven linear layers), 4 examples a step; the same command resumes.
-edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --out "$TUNED" \
-  --epochs 1 --top-layers 12 --batch-size 4 --dev-size 16 --max-minutes 85 --checkpoint-minutes 5 \
-  > "$OUT/training.txt"
+#    (Run here as two sessions of one run: stopped with Ctrl-C after step 36, then resumed.)
+if [[ -z "${SKIP_TRAINING:-}" ]]; then
+  edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --out "$TUNED" \
+    --epochs 1 --top-layers 12 --batch-size 4 --dev-size 16 --max-minutes 85 --checkpoint-minutes 5 \
+    > "$OUT/training.txt"
+fi
 # The same program without its adapter (the compact prompt on the base weights): the adapter's own
 # effect, and its latency on the same requests.
 COMPACT=runs/qwen2.5-coder-0.5b-compact
@@ -29,23 +32,27 @@ PY
 python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attributes.jsonl --chunks 2 \
   --chunk-dir runs/chunks/finetune --out "$OUT/test-conversational-chunk-{n}" -- \
   --models local/qwen2.5-coder-0.5b --programs default,"$COMPACT","$TUNED" --baseline default --seed 0
-# 3. The dev judgement: all 164 dev episodes as they are.
-python benchmarks/bench_in_chunks.py data/episodes/dev.jsonl --chunks 4 \
-  --chunk-dir runs/chunks/finetune --out "$OUT/dev-chunk-{n}" -- \
-  --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
-# 4. Pairings (no model call).
-python benchmarks/paired_from_results.py "$OUT"/dev-chunk-* --baseline default > "$OUT/paired_dev.md"
+# 3. The dev judgement: the 79 dev conversations first, then the 85 other dev episodes, as they are.
 python - <<'PY'
 import json
 from pathlib import Path
-rows = [json.loads(line) for line in Path("data/episodes/dev.jsonl").open(encoding="utf-8")]
-Path("runs/results/dev-conversational.jsonl").write_text(
-    "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows if row["source"] == "conversational"),
-    encoding="utf-8",
+lines = Path("data/episodes/dev.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+conversational = [line for line in lines if json.loads(line)["source"] == "conversational"]
+Path("runs/results/dev-conversational.jsonl").write_text("".join(conversational), encoding="utf-8")
+Path("runs/results/dev-rest.jsonl").write_text(
+    "".join(line for line in lines if line not in conversational), encoding="utf-8"
 )
 PY
-python benchmarks/paired_from_results.py "$OUT"/dev-chunk-* --baseline default \
-  --episodes runs/results/dev-conversational.jsonl > "$OUT/paired_dev_conversational.md"
+for PART in conversational rest; do
+  python benchmarks/bench_in_chunks.py "runs/results/dev-$PART.jsonl" --chunks 2 \
+    --chunk-dir runs/chunks/finetune --out "$OUT/dev-$PART-chunk-{n}" -- \
+    --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
+done
+# 4. Pairings (no model call).
+python benchmarks/paired_from_results.py "$OUT"/dev-conversational-chunk-* --baseline default \
+  --episodes runs/results/dev-conversational.jsonl > "$OUT/paired_dev.md"
+python benchmarks/paired_from_results.py "$OUT"/dev-*-chunk-* --baseline default \
+  --episodes data/episodes/dev.jsonl >> "$OUT/paired_dev.md"
 python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline default \
   > "$OUT/paired_test_conversational.md"
 python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" \
