@@ -44,7 +44,7 @@ Path("runs/results/dev-rest.jsonl").write_text(
 )
 PY
 for PART in conversational rest; do
-  python benchmarks/bench_in_chunks.py "runs/results/dev-$PART.jsonl" --chunks 2 \
+  python benchmarks/bench_in_chunks.py "runs/results/dev-$PART.jsonl" --chunks 4 \
     --chunk-dir runs/chunks/finetune --out "$OUT/dev-$PART-chunk-{n}" -- \
     --models local/qwen2.5-coder-0.5b --programs default,"$TUNED" --baseline default --seed 0
 done
