@@ -180,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
                 programs[program] = [by_id[episode_id] for episode_id in wanted]
         base = programs[args.baseline]
         for program, episodes in programs.items():
+            if program == args.baseline and args.baseline_model not in (None, model):
+                continue  # the baseline's row is its own model's
+
             attributes = (
                 None
                 if program == args.baseline
@@ -197,9 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             rows.append(
                 {
-                    "model": args.baseline_model
-                    if program == args.baseline and args.baseline_model
-                    else model,
+                    "model": model,
                     "program": program,
                     **summary(episodes, pooled_counts(merged[program], {e.id for e in episodes})),
                     "baseline": args.baseline,

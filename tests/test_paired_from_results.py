@@ -90,6 +90,9 @@ def test_a_program_on_another_model_pairs_with_the_baseline_model_s_run(tmp_path
         for row in json.loads(across.read_text())
         if (row["model"], row["program"]) == ("local/qwen2.5-coder-0.5b", other)
     )
+    assert [row["model"] for row in json.loads(across.read_text()) if row["program"] == baseline] == [
+        "local/qwen2.5-coder-1.5b"
+    ]
     assert row_across["difference"] is not None
     assert (row_across["difference"], row_across["low"], row_across["high"]) == (
         row_same["difference"],
