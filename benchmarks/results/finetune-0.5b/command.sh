@@ -13,6 +13,11 @@ TUNED=runs/qwen2.5-coder-0.5b-lora
 # 1. Training: 1 epoch over the 355 exhaustively labeled train episodes, adapters on the top 12 of 24
 #    blocks (rank 16, all seven linear layers), 4 examples a step; the same command resumes.
 #    (Run here as two sessions of one run: stopped with Ctrl-C after step 36, then resumed.)
+#    The program this folder's benches ran is kept in $OUT/program (8.8 MB with its adapter);
+#    with SKIP_TRAINING=1 it is the one benched.
+if [[ -n "${SKIP_TRAINING:-}" && ! -d "$TUNED" ]]; then
+  mkdir -p runs && cp -r "$OUT/program" "$TUNED"
+fi
 if [[ -z "${SKIP_TRAINING:-}" ]]; then
   edgewise optimize --optimizer finetune --model local/qwen2.5-coder-0.5b --out "$TUNED" \
     --epochs 1 --top-layers 12 --batch-size 4 --dev-size 16 --max-minutes 85 --checkpoint-minutes 5 \
