@@ -29,6 +29,8 @@ from bench_folders import (
 )
 from harness import script_parser
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge
 from edgewise.eval.attributes import value_key
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
 from edgewise.eval.matching import episode_views, match_edges
@@ -37,8 +39,6 @@ from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.call_context import CallContext
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge
 
 
 def _gold_attributes(episode: LabeledEpisode, edges: list[Edge]) -> dict[int, dict]:

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge
 from edgewise.eval.episode_log import EpisodePrediction, read_episodes, read_predictions
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge
 
 RunKey = tuple[str, str]
 """(model, program)."""

@@ -37,11 +37,11 @@ from dspy.utils.callback import BaseCallback
 from fakes import ScriptedLM
 from mock_openai import MockOpenAIServer
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
 from edgewise.eval import bench as bench_module
 from edgewise.eval import run_bench
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
 
 GOAL_MS: Final = 3.0
 SOURCES: Final = ("alpha", "beta", "gamma")

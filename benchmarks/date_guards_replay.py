@@ -41,6 +41,8 @@ from bench_folders import (
 )
 from harness import script_parser
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge, ExtractionWarning, format_utc
 from edgewise.eval.dates import same_date
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
 from edgewise.eval.matching import episode_views, match_edges
@@ -52,8 +54,6 @@ from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.programs.names import resolve_program
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 
 Step = Callable[[list[Edge], LabeledEpisode, list[ExtractionWarning]], list[Edge]]
 

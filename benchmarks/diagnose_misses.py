@@ -48,6 +48,9 @@ from bench_folders import (
 )
 from harness import script_parser
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge
 from edgewise.eval.episode_log import EpisodePrediction
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.matching import normalize_type
@@ -56,9 +59,6 @@ from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.speaker_names import add_speaker_names
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge
 
 KINDS: Final = (
     "found",

@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from mock_openai import MockOpenAIServer, prompt_text
 
 from edgewise.data.loader import load_episodes
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import format_utc
 from edgewise.eval import run_bench
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.programs.names import resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import format_utc
 
 CHROMIUM: Final = "/usr/bin/chromium"
 CHROMIUM_ARGS: Final = [

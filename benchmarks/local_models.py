@@ -78,8 +78,8 @@ class ModelRun:
 
 def load_episodes(path: Path, limit: int) -> tuple[list[object], list[object | None]]:
     """Episodes to extract, and their gold (a `LabeledEpisode`) where the line carries gold edges."""
-    from edgewise.signatures.episode import Episode
-    from edgewise.signatures.gold import LabeledEpisode
+    from edgewise.domain.episode import Episode
+    from edgewise.domain.gold import LabeledEpisode
 
     episodes: list[object] = []
     gold: list[object | None] = []

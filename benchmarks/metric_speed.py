@@ -24,9 +24,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Final, NamedTuple
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.types import Edge, EdgeType, Entity
 from edgewise.eval import aggregate, score_episode
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.types import Edge, EdgeType, Entity
 
 GOAL_EDGES_PER_SECOND: Final[int] = 100_000
 TYPES: Final[list[str]] = [

@@ -28,6 +28,8 @@ from collections import Counter
 from bench_folders import add_folder_arguments, command_line, folders_of, rescored, write_report
 from harness import script_parser
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.eval.episode_log import EpisodePrediction
 from edgewise.eval.injection import (
     EpisodeInjections,
@@ -42,8 +44,6 @@ from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.quoted_text import drop_quoted_facts
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge, ExtractionWarning
 
 _ADDED_LATER = "speaker_named"
 

@@ -138,7 +138,7 @@ Total lost: **{lost}** (goal 0); total duplicated: **{duplicated}** (goal 0). "E
 resumed run" counts distinct episodes the mock saw after the kill; it equals the lines not yet
 written, so no finished episode was extracted twice. A cut last line (a kill inside a write) is
 removed by `--resume` before it appends; the test suite also covers that case on purpose
-(tests/test_faults.py::test_kill_9_mid_run_then_resume_gives_every_id_once_in_order).
+(tests/runtime/test_faults.py::test_kill_9_mid_run_then_resume_gives_every_id_once_in_order).
 """
 
 

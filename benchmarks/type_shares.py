@@ -18,10 +18,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.eval.episode_log import EpisodePrediction, read_episodes, read_predictions
 from edgewise.eval.open_vocabulary import TypeShare, alias_aware_score, dominant_type, type_shares
 from edgewise.eval.scoring import aggregate, score_episode
-from edgewise.signatures.gold import LabeledEpisode
 
 Key = tuple[str, str]
 

@@ -26,8 +26,8 @@ from types import FrameType
 from typing import Final, NoReturn
 
 import edgewise.runtime.offline  # noqa: F401
+from edgewise.domain.errors import DEBUG_ENV, EdgewiseError, debug_enabled
 from edgewise.runtime.redaction import redact
-from edgewise.signatures.errors import DEBUG_ENV, EdgewiseError, debug_enabled
 
 SUBCOMMANDS: Final = ("extract", "optimize", "bench", "report", "data", "serve", "local_model")
 

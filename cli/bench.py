@@ -18,13 +18,13 @@ from edgewise.cli.options import (
 )
 from edgewise.data.loader import SPLITS
 from edgewise.data.sampling import stratified_sample
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.eval.bench import BenchInterrupted, run_bench
 from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.report import markdown_table
 from edgewise.programs.names import UNCOMPILED, choose_program, resolve_program
 from edgewise.runtime.lm import LMConfig
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.gold import LabeledEpisode
 
 DEFAULT_PROGRAMS: Final = ("seed", UNCOMPILED)
 """Always benched when --programs is not given, before each model's own shipped program."""

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from edgewise.cli import EXIT_ERROR, EXIT_OK, EXIT_SOME_FAILED, add_command
 from edgewise.data.loader import SPLITS
-from edgewise.signatures.errors import UsageError
+from edgewise.domain.errors import UsageError
 
 if TYPE_CHECKING:
-    from edgewise.signatures.gold import LabeledEpisode
+    from edgewise.domain.gold import LabeledEpisode
 
 HELP = "describe, validate or rebuild labeled episode files"
 DESCRIPTION = """Labeled episodes are JSONL, one LabeledEpisode per line (see data/README.md).
@@ -141,7 +141,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def handwritten_section(sets: dict[str, list[LabeledEpisode]]) -> list[str]:
     """The lines on the hand-written episodes: genre, language, gold edges per episode and test tags."""
-    from edgewise.data.build.conversational import GENRES, HANDWRITTEN_DIR, check_handwritten
+    from edgewise.data.converters.conversational import GENRES, HANDWRITTEN_DIR, check_handwritten
     from edgewise.data.stats import format_spread, handwritten_spread
 
     handwritten, problems = check_handwritten()
@@ -162,7 +162,7 @@ def handwritten_section(sets: dict[str, list[LabeledEpisode]]) -> list[str]:
     if problems:
         lines.append(
             f"The hand-written files have {len(problems)} problem(s): "
-            "python -m edgewise.data.build.conversational --check-handwritten"
+            "python -m edgewise.data.converters.conversational --check-handwritten"
         )
     return lines
 
@@ -205,7 +205,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from edgewise.data.build.pipeline import main
+    from edgewise.data.converters.pipeline import main
 
     return main(args.raw, args.out)
 

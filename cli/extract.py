@@ -21,6 +21,8 @@ from edgewise.cli.options import (
     add_program_argument,
     config_from_args,
 )
+from edgewise.domain.errors import UsageError
+from edgewise.domain.file_types import FileEntityTypes
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
@@ -36,8 +38,6 @@ from edgewise.runtime.jsonl import (
 from edgewise.runtime.lm import lm_context, open_lm
 from edgewise.runtime.reply_cache import use_reply_cache
 from edgewise.scale.batch_report import report_summary, run_started
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.file_types import FileEntityTypes
 
 HELP = "extract edges from JSONL episodes"
 DESCRIPTION = """Extract temporal graph edges from episodes, one JSON object per line.

@@ -11,8 +11,8 @@ import argparse
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
 from edgewise.cli.options import config_from_args
+from edgewise.domain.errors import UsageError
 from edgewise.scale.ray_driver import DEFAULT_ACTORS, MISSING_RAY, extract_files
-from edgewise.signatures.errors import UsageError
 
 __all__ = ["DEFAULT_ACTORS", "MISSING_RAY", "run_ray"]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from edgewise.cli import add_command
+from edgewise.domain.errors import FileContentError
+from edgewise.domain.names import field_path
 from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.html_report import RESULTS_HTML, write_html
 from edgewise.eval.report import PLOT_PNG, RESULTS_JSON
-from edgewise.signatures.errors import FileContentError
-from edgewise.signatures.names import field_path
 
 HELP = "rebuild results.html of a bench folder (no model, no data split needed)"
 DESCRIPTION = """Rebuild the page a bench writes, results.html, from the folder's results.json, plot.png,

@@ -18,6 +18,7 @@ from typing import Any, Final
 from edgewise.cli import add_command
 from edgewise.cli.flags import above, at_least, between
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
+from edgewise.domain.errors import MissingExtraError
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.lm import open_lm
@@ -46,7 +47,6 @@ from edgewise.service.connections import (
 )
 from edgewise.service.lifecycle import DEFAULT_SHUTDOWN_TIMEOUT_S, Lifecycle
 from edgewise.service.runner import thread_limit
-from edgewise.signatures.errors import MissingExtraError
 
 TOKEN_ENV: Final = "EDGEWISE_API_TOKEN"
 DEFAULT_HOST: Final = "127.0.0.1"

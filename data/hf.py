@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from edgewise.data.loader import SPLITS
-from edgewise.signatures.gold import LabeledEpisode
+from edgewise.domain.gold import LabeledEpisode
 
 
 def features() -> Any:

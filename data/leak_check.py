@@ -1,7 +1,7 @@
 """`python -m edgewise.data.leak_check`: no hand-written episode shares a run of words with a test episode.
 
 Text copied from a test episode into training data would let a tuned model recite the test. Every
-hand-written episode (each turn of each conversation in `data/build/handwritten/*.json`) is compared
+hand-written episode (each turn of each conversation in `data/converters/handwritten/*.json`) is compared
 with every test episode's `episodeContent` and `previousEpisodes`: a run of `RUN_WORDS` or more
 consecutive words shared with one of them is a leak. Words are compared case-folded with their
 punctuation stripped ("Don't," and "dont" are one word). The turns are read as plain text, so the
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from edgewise.data.build.conversational import HANDWRITTEN_DIR, episode_id_for
+from edgewise.data.converters.conversational import HANDWRITTEN_DIR, episode_id_for
 from edgewise.data.loader import load_episodes, split_path
 
 RUN_WORDS: Final[int] = 8

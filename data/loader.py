@@ -15,10 +15,10 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
-from edgewise.signatures.errors import EdgewiseError, UsageError
-from edgewise.signatures.file_types import FileEntityTypes
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.names import field_path
+from edgewise.domain.errors import EdgewiseError, UsageError
+from edgewise.domain.file_types import FileEntityTypes
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.names import field_path
 
 SPLITS: Final[tuple[str, ...]] = ("train", "dev", "test", "smoke")
 _TYPE_NAME: Final[re.Pattern[str]] = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
@@ -210,7 +210,7 @@ def _parse_lines(
 class Validation(NamedTuple):
     """What checking a labeled-episode file found: how many lines parsed as episodes, every problem, and
     the entity types of the file (whose `report` names the signature types no entity has: not a problem
-    of any one line, see `edgewise.signatures.file_types`)."""
+    of any one line, see `edgewise.domain.file_types`)."""
 
     episodes: int
     errors: list[DatasetError]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.gold import LabeledEpisode
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import LabeledEpisode
 
 
 def stratified_sample(episodes: Sequence[LabeledEpisode], limit: int, seed: int) -> list[LabeledEpisode]:

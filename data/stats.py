@@ -14,10 +14,10 @@ from collections import Counter
 from statistics import mean
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from edgewise.signatures.gold import LabeledEpisode
+from edgewise.domain.gold import LabeledEpisode
 
 if TYPE_CHECKING:
-    from edgewise.data.build.conversational import HandwrittenEpisode
+    from edgewise.data.converters.conversational import HandwrittenEpisode
 
 _GRANULARITIES: Final[tuple[str, ...]] = ("year", "month", "day", "instant")
 _Z95: Final[float] = 1.96

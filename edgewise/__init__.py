@@ -9,14 +9,9 @@ with edgewise.open_lm(edgewise.LMConfig(model="openai/gpt-4o-mini")) as lm, edge
 import importlib.metadata
 
 import edgewise.runtime.offline  # noqa: F401  (must run before dspy/litellm are imported)
-from edgewise.modules.extractor import EdgeExtractor
-from edgewise.modules.options import ProgramOptions
-from edgewise.modules.seed_prompt import SeedPromptExtractor
-from edgewise.programs.artifact import load
-from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import EdgewiseError
-from edgewise.signatures.types import (
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import EdgewiseError
+from edgewise.domain.types import (
     Edge,
     EdgeAttribute,
     EdgeType,
@@ -24,6 +19,11 @@ from edgewise.signatures.types import (
     ExtractionResult,
     ExtractionWarning,
 )
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.options import ProgramOptions
+from edgewise.modules.seed_prompt import SeedPromptExtractor
+from edgewise.programs.artifact import load
+from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm
 
 __version__ = importlib.metadata.version("edgewise")  # the one place is pyproject.toml
 

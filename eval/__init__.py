@@ -1,5 +1,6 @@
 """Evaluation of edge extraction: the edge-F1 metric with feedback, and the reports built on it."""
 
+from edgewise.domain.names import normalize_name
 from edgewise.eval.bench import BenchInterrupted, run_bench
 from edgewise.eval.bench_records import BenchReport, EpisodeRun, RunSummary
 from edgewise.eval.dates import format_date
@@ -17,7 +18,6 @@ from edgewise.eval.records import (
     WrongDate,
 )
 from edgewise.eval.scoring import aggregate, score_episode
-from edgewise.signatures.names import normalize_name
 
 __all__ = [
     "BenchInterrupted",

@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from edgewise.domain.gold import GoldEdge
+from edgewise.domain.types import AttributeValue, Edge
 from edgewise.modules.attribute_grounding import value_items
-from edgewise.signatures.gold import GoldEdge
-from edgewise.signatures.types import AttributeValue, Edge
 
 ValueKey = float | frozenset[str] | None
 """A normalized attribute value: a number, a set of text items, or null."""

@@ -32,6 +32,10 @@ from typing import Final
 import dspy
 import numpy as np
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.types import Edge, StepUsage
 from edgewise.eval.bench_comparison import compare_to_baseline
 from edgewise.eval.bench_records import (
     BenchReport,
@@ -53,10 +57,6 @@ from edgewise.programs.artifact_errors import ArtifactError
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
 from edgewise.runtime.runner import Outcome, run_episodes
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.types import Edge, StepUsage
 
 LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 

@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from edgewise.domain.types import StepUsage
 from edgewise.eval.injection import InjectionRate
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.open_vocabulary import TypeShare
 from edgewise.eval.paired import PairedDifference
 from edgewise.eval.records import Count, Counts, SplitScore, without_unjudged_attributes
-from edgewise.signatures.types import StepUsage
 
 EpisodeStatus = Literal["ok", "failed"]
 

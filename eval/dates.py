@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from edgewise.signatures.gold import Granularity
-from edgewise.signatures.types import format_utc
+from edgewise.domain.gold import Granularity
+from edgewise.domain.types import format_utc
 
 UNSTATED_GRANULARITY: Final[Granularity] = "instant"
 """How a gold date without a stated granularity is compared: exactly, to the second."""

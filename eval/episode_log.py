@@ -19,13 +19,13 @@ from typing import IO, Final, Literal, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.types import Edge, ExtractionResult, ExtractionWarning
 from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.error_log import ERRORS_JSONL, error_line
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
 from edgewise.files.atomic import write_bytes_atomic
 from edgewise.runtime.jsonl import InputError, validation_error
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning
 
 EPISODES_JSONL: Final = "episodes.jsonl"
 PREDICTIONS_JSONL: Final = "predictions.jsonl"

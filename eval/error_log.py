@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from edgewise.domain.types import ExtractionResult
 from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.records import EpisodeScore
-from edgewise.signatures.types import ExtractionResult
 
 ERRORS_JSONL: Final = "errors.jsonl"
 

@@ -14,12 +14,12 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.types import Edge, format_utc
 from edgewise.eval.dates import UNSTATED_GRANULARITY, format_date
 from edgewise.eval.records import EpisodeScore, WrongAttribute, WrongDate
 from edgewise.eval.scoring import score_episode
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.types import Edge, format_utc
 
 _FEEDBACK_MAX_ITEMS: Final[int] = 12
 """Items listed per kind of mistake in feedback; long lists drown the lesson in a reflection prompt."""

@@ -21,6 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge, Entity
 from edgewise.eval.bench_records import BenchReport
 from edgewise.eval.dates import format_date
 from edgewise.eval.episode_log import (
@@ -33,9 +36,6 @@ from edgewise.eval.episode_log import (
 )
 from edgewise.eval.report import COLUMNS, PLOT_PNG, table_notes, table_row
 from edgewise.files.atomic import write_bytes_atomic
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, Entity
 
 RESULTS_HTML: Final = "results.html"
 

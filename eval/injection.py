@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, bootstrap
 from edgewise.eval.matching import normalize_type
 from edgewise.eval.paired import PairedDifference
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge
 
 
 class InjectionCounts(Protocol):

@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
+from edgewise.domain.errors import EdgewiseError, UsageError
 from edgewise.eval.records import EpisodeScore, f1_of, ratio
-from edgewise.signatures.errors import EdgewiseError, UsageError
 
 Stat = Literal[
     "edge_f1_micro",

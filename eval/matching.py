@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import NamedTuple
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge
 from edgewise.eval.dates import same_date
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge
 
 
 @lru_cache(maxsize=4096)

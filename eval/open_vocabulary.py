@@ -37,13 +37,13 @@ from typing import Final
 
 from pydantic import BaseModel
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
 from edgewise.modules.postprocess import to_screaming_snake
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge
 
 COPULAS: Final = ("IS", "ARE", "WAS", "WERE")
 LINKING_PREPOSITIONS: Final = ("OF", "AT", "IN", "ON", "TO", "WITH", "FOR")

@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from edgewise.domain.errors import UsageError
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, Stat, UndefinedStatistic, bootstrap, stat_columns
 from edgewise.eval.records import EpisodeScore
-from edgewise.signatures.errors import UsageError
 
 
 class PairedDifference(NamedTuple):

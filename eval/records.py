@@ -18,8 +18,8 @@ from pydantic import (
     model_serializer,
 )
 
-from edgewise.signatures.gold import GoldEdge, Granularity
-from edgewise.signatures.types import Edge
+from edgewise.domain.gold import GoldEdge, Granularity
+from edgewise.domain.types import Edge
 
 DateField = Literal["validAt", "invalidAt"]
 Count = Annotated[int, Field(default=0)]

@@ -35,13 +35,13 @@ from functools import lru_cache
 from itertools import starmap
 from typing import Any, Final, NamedTuple
 
+from edgewise.domain.gold import GoldEdge, LabeledEpisode
+from edgewise.domain.types import Edge
 from edgewise.eval import records
 from edgewise.eval.attributes import judge_attributes
 from edgewise.eval.dates import same_date
 from edgewise.eval.matching import EpisodeViews, episode_views, match_edges
 from edgewise.eval.records import Counts, EpisodeScore, SplitScore, TypeCounts, f1_of
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
-from edgewise.signatures.types import Edge
 
 
 def _count(per_type: dict[str, list[int]], kind: str, slot: int) -> None:

@@ -46,6 +46,15 @@ from graphiti_core.llm_client.errors import RateLimitError
 from graphiti_core.prompts.models import Message
 from pydantic import BaseModel, ValidationError
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import (
+    REASON_CONNECTION,
+    REASON_INVALID_RESPONSE,
+    REASON_RATE_LIMITED,
+    REASON_SERVER_ERROR,
+    REASON_TIMEOUT,
+)
+from edgewise.domain.types import AttributeValue, Edge, EdgeAttribute, format_utc
 from edgewise.integrations.graphiti_prompt import (
     UnreadablePrompt,
     graphiti_attributes,
@@ -54,15 +63,6 @@ from edgewise.integrations.graphiti_prompt import (
     read_fact,
 )
 from edgewise.runtime.faults import failure_reason
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import (
-    REASON_CONNECTION,
-    REASON_INVALID_RESPONSE,
-    REASON_RATE_LIMITED,
-    REASON_SERVER_ERROR,
-    REASON_TIMEOUT,
-)
-from edgewise.signatures.types import AttributeValue, Edge, EdgeAttribute, format_utc
 
 logger = logging.getLogger("edgewise.integrations.graphiti")
 

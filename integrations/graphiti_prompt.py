@@ -21,10 +21,10 @@ from typing import Any, Final, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import EdgewiseError
+from edgewise.domain.types import AttributeKind, EdgeAttribute, EdgeType, Entity
 from edgewise.programs.graphiti_baseline import GENERIC_LABEL
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import EdgewiseError
-from edgewise.signatures.types import AttributeKind, EdgeAttribute, EdgeType, Entity
 
 _CUSTOM_START: Final = "support continuity.\n\n\n"
 _CUSTOM_END: Final = "\n\n# EXTRACTION RULES"

@@ -44,10 +44,10 @@ from typing import Final
 
 from filelock import FileLock
 
+from edgewise.domain.errors import EdgewiseError
 from edgewise.files.atomic import write_bytes_atomic
 from edgewise.local.cpu import cpu_fingerprint
 from edgewise.local.local_models import INSTALL_HINT, cache_root
-from edgewise.signatures.errors import EdgewiseError
 
 SERVER_BINARY_ENV: Final = "EDGEWISE_LLAMA_SERVER"
 SERVER_BINARY_NAME: Final = "llama-server"

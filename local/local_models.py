@@ -21,8 +21,8 @@ from typing import Final
 from filelock import FileLock
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from edgewise.domain.errors import EdgewiseError
 from edgewise.files.atomic import atomic_write
-from edgewise.signatures.errors import EdgewiseError
 
 CACHE_ENV: Final = "EDGEWISE_CACHE"
 DEFAULT_CACHE_DIR: Final = Path("~/.cache/edgewise")

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Final, NamedTuple, Self
 
+from edgewise.domain.errors import EdgewiseError, UsageError
 from edgewise.local.cpu import crash_reason
 from edgewise.local.llama_runtimes import (
     BUILD_TIME_NOTE,
@@ -43,7 +44,6 @@ from edgewise.local.llama_runtimes import (
     stderr_progress,
 )
 from edgewise.local.local_models import INSTALL_HINT, LocalModelSpec, cache_root, ensure_model_file
-from edgewise.signatures.errors import EdgewiseError, UsageError
 
 __all__ = [
     "SERVER_BINARY_ENV",

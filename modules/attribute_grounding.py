@@ -25,9 +25,9 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import Edge, ExtractionWarning
 
 _ITEM_SEPARATORS: Final = re.compile(r"\s*(?:[,;&]|\band\b)\s*")
 _ARTICLES: Final = frozenset({"a", "an", "the"})

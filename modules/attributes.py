@@ -27,6 +27,8 @@ from typing import Any, Final
 import dspy
 from pydantic import ValidationError
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step, predicting
 from edgewise.modules.options import ProgramOptions
@@ -36,7 +38,6 @@ from edgewise.signatures.attributes_in_reply import (
     EDGES_FIELD,
     with_attributes_in_reply,
 )
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_edge_attributes import (
     ExtractEdgeAttributes,
     attributes_model,
@@ -46,7 +47,6 @@ from edgewise.signatures.extract_edge_attributes import (
 from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_schema
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import ReplySchemas, reply_schemas, with_reply_schemas
-from edgewise.signatures.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 
 STEP_ATTRIBUTES: Final = "attributes"
 _NO_ATTRIBUTES: Final[dict[str, Any]] = {

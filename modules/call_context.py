@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from edgewise.signatures.types import Edge, ExtractionResult, ExtractionWarning, StepUsage
+from edgewise.domain.types import Edge, ExtractionResult, ExtractionWarning, StepUsage
 
 PARSE_FAILURE: str = "parse_failure"
 

@@ -31,9 +31,9 @@ from typing import Any, Final, NamedTuple, TypeVar
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import PARSE_FAILURE, CallContext
 from edgewise.modules.usage import track_step
-from edgewise.signatures.types import ExtractionWarning
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from edgewise.signatures.errors import UsageError
+from edgewise.domain.errors import UsageError
 
 T = TypeVar("T")
 R = TypeVar("R")

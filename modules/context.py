@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import format_utc
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import format_utc
 
 
 def entity_rows(episode: Episode) -> list[dict[str, str]]:

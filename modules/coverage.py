@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_by_entity import EntitySlot
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema
-from edgewise.signatures.types import ExtractionWarning
 
 MAX_SLOTS: Final = 16
 """Entities one reply answers for at most: an empty slot is cheap, but not free."""

@@ -11,7 +11,7 @@ this module undoes with a warning of its own code:
   to Austin in June, but that's off"). A plan that is off starts nothing: validAt becomes null.
 - `date_no_start`: REFERENCE_TIME, the seed's default for an ongoing fact, on a fact that ended or
   lies in the past ("played for", "was a student at", "is leaving"). The seed's rule for such a fact
-  with no stated start is null, and so are the project's labels (data/build/conversational.py,
+  with no stated start is null, and so are the project's labels (data/converters/conversational.py,
   labeling convention 1; Re-DocRED's past facts).
 - `date_end_as_start`: the time a fact names as its end ("will leave Station 12 at the end of March")
   written as validAt, with no invalidAt. The date moves to invalidAt and validAt becomes null.
@@ -29,10 +29,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Final, Literal, NamedTuple
 
+from edgewise.domain.types import Edge, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.fact_dates import ENDED, TIME_EXPRESSIONS, date_from_fact
 from edgewise.modules.time_words import resolve_time_words
-from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 
 _MONTH_NAMES: Final = (
     "January|February|March|April|May|June|July|August|September|October|November|December|"

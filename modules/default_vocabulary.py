@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from edgewise.signatures.types import EdgeType
+from edgewise.domain.types import EdgeType
 
 _TYPES: Final[tuple[tuple[str, str, bool], ...]] = (
     ("WORKS_AT", "A person works for, is employed by, runs or volunteers at an organization.", False),

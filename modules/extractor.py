@@ -16,12 +16,14 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import ExtractionResult
 from edgewise.modules.attributes import attributes_predictor, extraction_signature
 from edgewise.modules.concurrency import run_concurrently
 from edgewise.modules.options import ProgramOptions
+from edgewise.modules.program_io import as_episode, result_prediction
 from edgewise.modules.speaker_marks import speaker_signature
 from edgewise.modules.steps import (
-    STEP_EXTRACT,
     AttributeGrounding,
     AttributesFromReply,
     AttributesInReply,
@@ -50,13 +52,11 @@ from edgewise.modules.steps import (
 )
 from edgewise.modules.type_signatures import STATE_KEY, TypeSignatures
 from edgewise.signatures.choose_types import ChooseTypes
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import OutputShape, extract_signature, in_seed_order
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs as LabelPairsSignature
-from edgewise.signatures.types import ExtractionResult
 from edgewise.signatures.verify_edges import VerifyEdges
 
 PREDICTOR_NAMES: Final = (
@@ -103,20 +103,6 @@ name it. A new lever is a new step and one line here."""
 def program_steps(options: ProgramOptions) -> tuple[Step, ...]:
     """The steps `options` name, in `STEPS`' order."""
     return tuple(step for named, step in STEPS if named(options))
-
-
-def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -> Episode:
-    """Accept an `Episode`, its JSON dict, or its fields as keywords."""
-    if isinstance(episode, Episode):
-        return episode
-    if episode is not None:
-        return Episode.model_validate(episode)
-    return Episode.model_validate(fields)
-
-
-def result_prediction(result: ExtractionResult) -> dspy.Prediction:
-    """The uniform return value of every edgewise program: edges for metrics, the full result for users."""
-    return dspy.Prediction(edges=result.edges, result=result)
 
 
 class EdgeExtractor(dspy.Module):
@@ -266,9 +252,6 @@ class EdgeExtractor(dspy.Module):
 __all__ = [
     "PREDICTOR_NAMES",
     "STEPS",
-    "STEP_EXTRACT",
     "EdgeExtractor",
-    "as_episode",
     "program_steps",
-    "result_prediction",
 ]

@@ -14,9 +14,9 @@ import re
 from datetime import datetime
 from typing import Final
 
+from edgewise.domain.types import Edge, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.time_words import resolve_time_words
-from edgewise.signatures.types import Edge, ExtractionWarning, format_utc
 
 _MONTH: Final = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"

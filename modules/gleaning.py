@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from edgewise.domain.episode import Episode
 from edgewise.modules.coverage import slot_types
 from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
 from edgewise.modules.transcript import note_messages
 from edgewise.modules.type_signatures import PairRule
 from edgewise.modules.typed_grammar import pair_types, typed_branches
 from edgewise.modules.vocabulary import VocabularyJSONAdapter
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.glean_edges import EARLIER_TURNS
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema

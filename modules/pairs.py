@@ -16,13 +16,13 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, NamedTuple
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.label_pairs import NO_RELATION, PairLabel
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.schema import MAX_FACT_CHARS, NULLABLE_STRING, string_schema
-from edgewise.signatures.types import ExtractionWarning
 
 _SEPARATOR = " | "
 

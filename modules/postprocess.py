@@ -13,14 +13,14 @@ import re
 from datetime import UTC, datetime
 from typing import Final
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.names import normalize_name as name_key
+from edgewise.domain.types import AttributeValue, Edge, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
 from edgewise.modules.time_words import resolve_time_words
 from edgewise.modules.type_signatures import Conflict, TypeSignatures, check_signatures
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.names import normalize_name as name_key
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import AttributeValue, Edge, ExtractionWarning, format_utc
 
 MAX_ATTRIBUTE_CHARS: Final = 500
 _NULL_DATE_STRINGS: Final = frozenset({"", "null", "none", "n/a", "unknown"})

@@ -56,10 +56,10 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Final, NamedTuple
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.names import normalize_name
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.names import normalize_name
-from edgewise.signatures.types import Edge, ExtractionWarning
 
 Region = tuple[int, int]
 """A span of the episode's text, [start, end) in characters."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import Conflict, retyped
 from edgewise.signatures.choose_types import NONE_OF_THEM
-from edgewise.signatures.types import Edge, ExtractionWarning
 
 
 def questions(conflicts: Sequence[Conflict]) -> list[str]:

@@ -17,16 +17,16 @@ import dspy
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import REASON_PARSE, EdgewiseError
+from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
 from edgewise.modules.context import seed_context
-from edgewise.modules.extractor import as_episode, result_prediction
 from edgewise.modules.postprocess import postprocess
+from edgewise.modules.program_io import as_episode, result_prediction
 from edgewise.modules.steps import STEP_EXTRACT, STEP_REFLEXION
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_PARSE, EdgewiseError
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import ExtractionWarning
 
 EDGE_SYSTEM: Final = (
     "You are an expert fact extractor that extracts fact triples from text. "

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dspy
 
+from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import ProgramOptions
 from edgewise.signatures.replies import ExtractedEdge
 from edgewise.signatures.speaker_marks import EDGES_FIELD, is_quoted, with_speaker_marks
-from edgewise.signatures.types import ExtractionWarning
 
 
 def speaker_signature(signature: type[dspy.Signature], options: ProgramOptions) -> type[dspy.Signature]:

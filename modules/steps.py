@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import dspy
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import from_reply, in_reply_schema, per_edge, per_episode
 from edgewise.modules.call_context import CallContext
@@ -40,11 +42,9 @@ from edgewise.modules.vocabulary import vocabulary_schemas
 from edgewise.modules.votes import merge_votes
 from edgewise.signatures.attributes_in_reply import ATTRIBUTES_INPUT, relationship_attributes
 from edgewise.signatures.choose_types import answers_schema
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.extract_edges import with_missing_facts
 from edgewise.signatures.replies import CompactEdge, ExtractedEdge, SpanEdge
 from edgewise.signatures.schema import ReplySchemas, reply_schemas
-from edgewise.signatures.types import Edge, ExtractionWarning
 from edgewise.signatures.verify_edges import verdicts_schema
 
 if TYPE_CHECKING:

@@ -21,11 +21,11 @@ from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge, ExtractionWarning
 
 STATE_KEY: Final = "type_signatures"
 """The key of the learned signatures in a compiled program's `program.json`."""

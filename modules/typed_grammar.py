@@ -22,9 +22,9 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.domain.episode import Episode
 from edgewise.modules.type_signatures import PairRule
 from edgewise.modules.vocabulary import EDGES_FIELD, reply_item_schema
-from edgewise.signatures.episode import Episode
 from edgewise.signatures.schema import ReplySchemas, with_reply_schemas
 
 MAX_PAIR_BRANCHES: Final = 64

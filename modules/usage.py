@@ -12,8 +12,8 @@ from typing import Any
 
 import dspy
 
+from edgewise.domain.types import StepUsage
 from edgewise.modules.call_context import CallContext
-from edgewise.signatures.types import StepUsage
 
 
 @contextmanager

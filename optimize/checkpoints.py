@@ -18,14 +18,14 @@ from typing import Any, NamedTuple, TextIO
 import dspy
 from dspy.utils.callback import BaseCallback
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import ExtractionResult
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.optimize.dev_scoring import DevScore, dev_score
 from edgewise.optimize.dispatch import SearchResult
 from edgewise.optimize.manifest import RunRecord, RunStatus
 from edgewise.optimize.metering import NO_USAGE, BudgetExhausted, Meter, metered
 from edgewise.programs.artifact import save
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import ExtractionResult
 
 
 class BestTracker(BaseCallback):

@@ -14,11 +14,11 @@ from typing import NamedTuple, TextIO
 import dspy
 from tqdm import tqdm
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import ExtractionResult
 from edgewise.eval.records import EpisodeScore, f1_of
 from edgewise.eval.scoring import score_episode
 from edgewise.runtime.runner import run_episodes
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import ExtractionResult
 
 
 class DevScore(NamedTuple):

@@ -19,6 +19,7 @@ import dspy
 
 from edgewise.data.loader import to_examples
 from edgewise.data.sampling import stratified_sample
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.eval.feedback import edge_and_attribute_metric, edge_metric
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.type_signatures import TypeSignatures
@@ -27,7 +28,6 @@ from edgewise.optimize.dev_scoring import DevScore
 from edgewise.optimize.gold_demos import GoldDemos, select_gold_demos
 from edgewise.optimize.program_search import LEVERS, search_program
 from edgewise.optimize.settings import OptimizeSettings
-from edgewise.signatures.gold import LabeledEpisode
 
 UNSHUFFLED_CANDIDATE: Final = -1
 """Random search's candidate ids: -3 zero-shot and -2 labeled-only are skipped (the dev score before

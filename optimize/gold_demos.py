@@ -21,10 +21,10 @@ from typing import Any, Final, NamedTuple
 
 import dspy
 
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.modules.context import extraction_inputs
-from edgewise.signatures.errors import UsageError
 from edgewise.signatures.extract_edges import OutputShape, reply_edge
-from edgewise.signatures.gold import LabeledEpisode
 
 DEFAULT_DEMO_TOKEN_BUDGET: Final = 2500
 """Estimated prompt tokens all gold demos together may take (about 4 characters a token)."""

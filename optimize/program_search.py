@@ -39,13 +39,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
+from edgewise.domain.errors import UsageError
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.eval.intervals import Stat, stat_value
 from edgewise.eval.paired import paired_difference
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.type_signatures import TypeSignatures
-from edgewise.signatures.errors import UsageError
-from edgewise.signatures.gold import LabeledEpisode
 
 LEVERS: Final[tuple[str, ...]] = (
     "input_order",

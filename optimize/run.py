@@ -19,6 +19,7 @@ from typing import TextIO
 
 import dspy
 
+from edgewise.domain.errors import UsageError
 from edgewise.modules.type_signatures import learn_type_signatures
 from edgewise.optimize.checkpoints import BestTracker, checkpoint_to, run_checkpointed
 from edgewise.optimize.dev_scoring import DevScore, evaluate_program
@@ -30,7 +31,6 @@ from edgewise.optimize.selection import keep_if_better, score_pick
 from edgewise.optimize.settings import DEFAULTS, OptimizeSettings
 from edgewise.optimize.splits import Dataset, load_split, selection_dev, split_description
 from edgewise.programs.artifact import save
-from edgewise.signatures.errors import UsageError
 
 
 def _say(stream: TextIO | None, message: str) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Literal
 
+from edgewise.domain.errors import UsageError
 from edgewise.optimize.gold_demos import DEFAULT_DEMO_TOKEN_BUDGET
 from edgewise.optimize.program_search import parse_lever
-from edgewise.signatures.errors import UsageError
 from edgewise.signatures.extract_edges import OutputShape
 
 OptimizerName = Literal["mipro", "gepa", "bootstrap", "gold", "program"]

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 from edgewise.data.loader import load_episodes, resolve
 from edgewise.data.sampling import stratified_sample
+from edgewise.domain.gold import LabeledEpisode
 from edgewise.optimize.budget import selection_dev_size
 from edgewise.optimize.settings import OptimizeSettings
-from edgewise.signatures.gold import LabeledEpisode
 
 Dataset = Sequence[LabeledEpisode] | str | Path
 """A split name (`train`, `dev`, ...), a JSONL path, or the episodes themselves."""

@@ -14,8 +14,8 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from edgewise.signatures.errors import EdgewiseError
-from edgewise.signatures.names import field_path
+from edgewise.domain.errors import EdgewiseError
+from edgewise.domain.names import field_path
 
 
 class ArtifactError(EdgewiseError, ValueError):

@@ -17,9 +17,10 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.domain.episode import Episode
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
-from edgewise.modules.extractor import STEP_EXTRACT, as_episode
+from edgewise.modules.program_io import as_episode
 from edgewise.modules.seed_prompt import (
     SeedParseError,
     cleaned_prediction,
@@ -27,7 +28,7 @@ from edgewise.modules.seed_prompt import (
     parse_tolerant,
     reply_text,
 )
-from edgewise.signatures.episode import Episode
+from edgewise.modules.steps import STEP_EXTRACT
 from edgewise.signatures.replies import ExtractedEdge
 
 GENERIC_LABEL: Final = "Entity"

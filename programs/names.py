@@ -10,7 +10,7 @@ Where no program is named (`edgewise extract`, `serve` and `bench` without `--pr
 `EdgewiseLLMClient` without `program=`, the Ray stage), `choose_program` picks the shipped program
 compiled for the model in use. Several shipped programs may name one task model (a frozen baseline,
 candidates, a newer one), so the choice is written down, not inferred: `optimize/compiled/defaults.json`
-maps a local model to its program, and `tests/test_default_program.py` checks it against the shipped
+maps a local model to its program, and `tests/programs/test_default_program.py` checks it against the shipped
 manifests' `task_model`. Any other model (a hosted model string, your own server) gets `default`.
 """
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.types import ExtractionWarning
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import ExtractionWarning
 
 IGNORED_FIELD: Final = "ignored_field"
 

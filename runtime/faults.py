@@ -44,7 +44,7 @@ from dspy.utils.exceptions import (
 )
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
-from edgewise.signatures.errors import (
+from edgewise.domain.errors import (
     REASON_AUTH,
     REASON_CONNECTION,
     REASON_CONTEXT_WINDOW,
@@ -132,7 +132,7 @@ _REASON_OF_CLASS: Final[tuple[tuple[type[BaseException] | tuple[type[BaseExcepti
 
 
 def failure_reason(error: BaseException) -> str:
-    """The reason word for an exception from running an episode (the vocabulary: signatures/errors.py)."""
+    """The reason word for an exception from running an episode (the vocabulary: domain/errors.py)."""
     if isinstance(error, LMTransportError):
         return REASON_TIMEOUT if _is_timeout(error) else REASON_CONNECTION
     if is_invalid_success_body(error):

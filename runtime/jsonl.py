@@ -27,12 +27,12 @@ from typing import IO, Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import REASON_INVALID_INPUT, EdgewiseError, status_of
+from edgewise.domain.names import field_path
+from edgewise.domain.types import ExtractionResult, ExtractionWarning
 from edgewise.files.atomic import atomic_write
 from edgewise.runtime.episode_fields import input_warnings
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_INVALID_INPUT, EdgewiseError, status_of
-from edgewise.signatures.names import field_path
-from edgewise.signatures.types import ExtractionResult, ExtractionWarning
 
 
 class InputError(EdgewiseError, ValueError):

@@ -22,6 +22,7 @@ from dspy.utils.callback import with_callbacks
 from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
+from edgewise.domain.errors import EdgewiseError
 from edgewise.local.local_models import LOCAL_PREFIX, is_local_model
 from edgewise.modules.calls import ReplyNote, note_reply
 from edgewise.runtime.faults import (
@@ -33,7 +34,6 @@ from edgewise.runtime.faults import (
 )
 from edgewise.runtime.redaction import redact as redact_secrets
 from edgewise.runtime.reply_cache import forget_reply, name_endpoint
-from edgewise.signatures.errors import EdgewiseError
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
 DEFAULT_MODEL: Final = LOCAL_PREFIX

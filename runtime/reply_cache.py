@@ -34,8 +34,8 @@ from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
 from dspy.clients.execution import IGNORED_CACHE_KEYS
 
+from edgewise.domain.errors import EdgewiseError
 from edgewise.local.local_models import cache_root
-from edgewise.signatures.errors import EdgewiseError
 
 #: Replies kept in memory by a process edgewise runs for long; the disk keeps every reply.
 MEMORY_CACHE_ENTRIES: Final = 1_000

@@ -30,13 +30,13 @@ from typing import Any, NamedTuple, TypeVar
 
 import dspy
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import REASON_INTERNAL, REASON_PARSE_FAILURE, EdgewiseError, debug_enabled
+from edgewise.domain.types import ExtractionResult, StepUsage
 from edgewise.modules.concurrency import iter_concurrently
 from edgewise.modules.usage import tracked_usage
 from edgewise.runtime.faults import episode_scope, failure_reason
 from edgewise.runtime.redaction import redact
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_INTERNAL, REASON_PARSE_FAILURE, EdgewiseError, debug_enabled
-from edgewise.signatures.types import ExtractionResult, StepUsage
 
 T = TypeVar("T")
 

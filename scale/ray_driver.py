@@ -31,10 +31,10 @@ from typing import Final
 
 import dspy
 
+from edgewise.domain.errors import MissingExtraError
 from edgewise.runtime.jsonl import BatchSummary, OutputClaimError, claim_output, refuse_same_file
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, LMConfigError, build_lm
 from edgewise.scale.batch_report import PREFIX, report_summary, run_started
-from edgewise.signatures.errors import MissingExtraError
 
 DEFAULT_ACTORS: Final = 2
 DEFAULT_WORKERS: Final = 1  # `edgewise extract --workers`' default

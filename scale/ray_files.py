@@ -37,10 +37,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from edgewise.domain.errors import EdgewiseError, FileContentError, UsageError
 from edgewise.files.atomic import atomic_write
 from edgewise.runtime.jsonl import InputLine, ResumeError, ResumePoint, input_line_id, retryable
 from edgewise.scale.rows import input_line
-from edgewise.signatures.errors import EdgewiseError, FileContentError, UsageError
 
 PARQUET_SUFFIX: Final = ".parquet"
 JSONL_SUFFIX: Final = ".jsonl"

@@ -44,6 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "edgewise's Ray Data stage needs Ray: pip install 'edgewise[ray]' (ray[data] 2.40 or later)"
     ) from error
 
+from edgewise.domain.errors import UsageError
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import ProgramChoice, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
@@ -51,7 +52,6 @@ from edgewise.runtime.jsonl import encode_record
 from edgewise.runtime.lm import API_KEY_ENV, LMConfig, build_lm, lm_context
 from edgewise.runtime.reply_cache import use_reply_cache
 from edgewise.scale.rows import SOURCE_COLUMN, input_line
-from edgewise.signatures.errors import UsageError
 
 # The variable an actor reads its key from (LMConfig.from_env); the provider's own one works as well.
 

@@ -22,6 +22,9 @@ from typing import Any, Final
 import dspy
 from pydantic import TypeAdapter, ValidationError
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import MissingExtraError, UsageError, reason_of_status
+from edgewise.domain.types import ExtractionResult
 from edgewise.runtime.episode_fields import input_warnings
 from edgewise.service.bodies import (
     BatchRequest,
@@ -44,9 +47,6 @@ from edgewise.service.errors import (
 from edgewise.service.guard import GuardMiddleware
 from edgewise.service.lifecycle import Lifecycle
 from edgewise.service.runner import ProgramRunner, shutting_down
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import MissingExtraError, UsageError, reason_of_status
-from edgewise.signatures.types import ExtractionResult
 
 try:  # FastAPI and uvicorn are the optional `serve` extra; the request models and helpers work without
     from fastapi import Depends, FastAPI, Request

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from edgewise.domain.episode import ENTITY_LISTS, Episode
+from edgewise.domain.types import ExtractionResult
 from edgewise.service.errors import ErrorBody, FieldProblem, invalid_request
-from edgewise.signatures.episode import ENTITY_LISTS, Episode
-from edgewise.signatures.types import ExtractionResult
 
 REFERENCE_TIME_PATTERN: Final = r"^(?!0001-01-01|9999-12-31)"
 """What the service's OpenAPI document adds to `referenceTime`'s `date-time`: not on the first day of

@@ -28,9 +28,9 @@ import resource
 from collections import OrderedDict
 from typing import Any, Final, NamedTuple
 
+from edgewise.domain.errors import REASON_BAD_REQUEST, REASON_OVERLOADED, UsageError
 from edgewise.service.bad_request import raw_error_response
 from edgewise.service.lifecycle import Lifecycle
-from edgewise.signatures.errors import REASON_BAD_REQUEST, REASON_OVERLOADED, UsageError
 
 DEFAULT_MAX_CONNECTIONS: Final = 1024
 DEFAULT_BACKLOG: Final = 2048

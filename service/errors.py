@@ -1,6 +1,6 @@
 """One JSON shape for every failure of the service, in a whole response or in one batch item.
 
-Each failure carries a reason word of the one vocabulary (`signatures/errors.py`) with the status that
+Each failure carries a reason word of the one vocabulary (`domain/errors.py`) with the status that
 word is answered with, a message with no secret in it, and the request fields it names.
 """
 
@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 import dspy
 from pydantic import BaseModel, Field
 
-from edgewise.runtime.faults import failure_reason, retry_after_seconds
-from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
-from edgewise.signatures.errors import (
+from edgewise.domain.errors import (
     REASON_CONTEXT_WINDOW,
     REASON_INTERNAL,
     REASON_INVALID_REQUEST,
@@ -24,7 +22,9 @@ from edgewise.signatures.errors import (
     EdgewiseError,
     status_of,
 )
-from edgewise.signatures.names import field_path
+from edgewise.domain.names import field_path
+from edgewise.runtime.faults import failure_reason, retry_after_seconds
+from edgewise.runtime.redaction import MIN_SECRET_CHARS, env_secrets, redact
 
 if TYPE_CHECKING:  # the serve extra's; the error bodies are read without it
     from starlette.responses import JSONResponse
@@ -64,7 +64,7 @@ class ServiceError(EdgewiseError):
     ) -> None:
         super().__init__(message)
         if reason not in REASONS or status_of(reason) != status:
-            raise ValueError(f"ServiceError: {reason!r} is not answered with {status} (signatures/errors.py)")
+            raise ValueError(f"ServiceError: {reason!r} is not answered with {status} (domain/errors.py)")
         self.reason = reason
         self.body = ErrorBody(status=status, reason=reason, message=message, fields=list(fields))
         self.headers = headers or {}
@@ -91,7 +91,7 @@ def known_secrets(lm: dspy.BaseLM | None, api_token: str | None) -> set[str]:
 
 def provider_failure(error: BaseException, secrets: Iterable[str] = ()) -> ServiceError:
     """Map an exception from running the program to what the client sees: the failure reason of
-    every edgewise command, with its HTTP status (signatures/errors.py) and `Retry-After` when the
+    every edgewise command, with its HTTP status (domain/errors.py) and `Retry-After` when the
     provider gave one. An edgewise error that carries its reason word (a reply that could not be
     parsed on its retry either: `parse_failure`, 502) is answered with that word."""
     text = redact(f"{type(error).__name__}: {error}", secrets)

@@ -13,16 +13,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from edgewise.service.errors import FieldProblem, ServiceError, invalid_request
-from edgewise.service.lifecycle import Lifecycle
-from edgewise.service.runner import shutting_down
-from edgewise.signatures.errors import (
+from edgewise.domain.errors import (
     REASON_BAD_REQUEST,
     REASON_BODY_TOO_LARGE,
     REASON_READ_TIMEOUT,
     REASON_REQUEST_TIMEOUT,
     REASON_UNAUTHORIZED,
 )
+from edgewise.service.errors import FieldProblem, ServiceError, invalid_request
+from edgewise.service.lifecycle import Lifecycle
+from edgewise.service.runner import shutting_down
 
 API_PREFIX: Final = "/v1/"
 """The routes the guard holds to its limits; `/healthz` and the docs are open."""

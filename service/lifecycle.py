@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from edgewise.signatures.errors import REASON_SHUTTING_DOWN, UsageError
+from edgewise.domain.errors import REASON_SHUTTING_DOWN, UsageError
 
 DEFAULT_SHUTDOWN_TIMEOUT_S: Final = 10.0
 

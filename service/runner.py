@@ -24,14 +24,14 @@ from typing import Any, Final
 
 import dspy
 
+from edgewise.domain.episode import Episode
+from edgewise.domain.errors import REASON_INTERNAL, REASON_OVERLOADED, REASON_SHUTTING_DOWN
+from edgewise.domain.types import ExtractionResult
 from edgewise.runtime.faults import EpisodeStats, current_stats
 from edgewise.runtime.redaction import redact
 from edgewise.runtime.runner import run_episode
 from edgewise.service.errors import ServiceError, provider_failure
 from edgewise.service.lifecycle import Lifecycle
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.errors import REASON_INTERNAL, REASON_OVERLOADED, REASON_SHUTTING_DOWN
-from edgewise.signatures.types import ExtractionResult
 
 logger = logging.getLogger("edgewise.service")
 

@@ -1,30 +1,9 @@
-"""Typed inputs and outputs, and the three DSPy signatures that mirror the seed prompts."""
+"""The DSPy signatures that mirror the seed's three prompts, their variants, and the shapes a model
+writes its reply in. The types they speak of live in `edgewise.domain`."""
 
-from edgewise.signatures.episode import Episode
-from edgewise.signatures.gold import GoldEdge, LabeledEpisode
+from edgewise.signatures.extract_edge_attributes import ExtractEdgeAttributes
+from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import (
-    Edge,
-    EdgeAttribute,
-    EdgeType,
-    Entity,
-    ExtractionResult,
-    ExtractionWarning,
-    StepUsage,
-    format_utc,
-)
 
-__all__ = [
-    "Edge",
-    "EdgeAttribute",
-    "EdgeType",
-    "Entity",
-    "Episode",
-    "ExtractedEdge",
-    "ExtractionResult",
-    "ExtractionWarning",
-    "GoldEdge",
-    "LabeledEpisode",
-    "StepUsage",
-    "format_utc",
-]
+__all__ = ["ExtractEdgeAttributes", "ExtractEdges", "ExtractedEdge", "FindMissingFacts"]

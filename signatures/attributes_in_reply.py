@@ -14,9 +14,9 @@ from typing import Final
 import dspy
 from pydantic import Field
 
-from edgewise.signatures.episode import Episode
+from edgewise.domain.episode import Episode
+from edgewise.domain.types import AttributeValue
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.types import AttributeValue
 
 ATTRIBUTES_INPUT: Final = "relationship_attributes"
 EDGES_FIELD: Final = "edges"

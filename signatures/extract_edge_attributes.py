@@ -15,8 +15,8 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field, create_model
 
+from edgewise.domain.types import AttributeKind, EdgeType
 from edgewise.signatures.schema import KEPT_SIGNATURES
-from edgewise.signatures.types import AttributeKind, EdgeType
 
 _Declared = tuple[tuple[str, AttributeKind, str], ...]
 

@@ -1,7 +1,7 @@
 """`ExtractEdges`: the seed's `edge` prompt as a DSPy signature.
 
 The docstring is the instruction an optimizer tunes, so it carries every rule of the seed (task,
-extraction rules, datetime rules) word for word; `tests/test_signatures.py` keeps it that way.
+extraction rules, datetime rules) word for word; `tests/signatures/test_signatures.py` keeps it that way.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Final, Literal
 import dspy
 from pydantic import BaseModel
 
+from edgewise.domain.types import Edge, format_utc
 from edgewise.signatures.replies import CompactEdge, CompactEdgeTextDates, ExtractedEdge, SpanEdge
 from edgewise.signatures.schema import KEPT_SIGNATURES
-from edgewise.signatures.types import Edge, format_utc
 
 
 class ExtractEdges(dspy.Signature):

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import dspy
 
+from edgewise.domain.types import AttributeValue, EdgeType
 from edgewise.signatures.extract_edge_attributes import attributes_schema
 from edgewise.signatures.schema import ReplySchemas
-from edgewise.signatures.types import AttributeValue, EdgeType
 
 SLOTS_FIELD = "attributes"
 

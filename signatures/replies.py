@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgewise.signatures.types import format_utc
+from edgewise.domain.types import format_utc
 
 # The fields every reply shape asks for, each described once: the descriptions are the prompt's words.
 _RelationType = Annotated[str, Field(description="SCREAMING_SNAKE_CASE relationship type, e.g. WORKS_AT")]

@@ -9,7 +9,11 @@ import pytest
 
 import edgewise  # noqa: F401  (sets LiteLLM's offline model map before anything imports it)
 
-sys.path.insert(0, str(Path(__file__).parent))
+TESTS = Path(__file__).resolve().parent
+# The support modules (fakes, the mock server, paths) sit in tests/; the tests sit in folders that
+# mirror the packages, and some reuse another test module's episodes by its module name.
+TEST_FOLDERS = sorted(str(folder) for folder in TESTS.iterdir() if any(folder.glob("test_*.py")))
+sys.path[:0] = [str(TESTS), *TEST_FOLDERS]
 
 from fakes import ScriptedLM
 

@@ -53,7 +53,7 @@ def test_the_link_folder_is_the_package_as_python_imports_it():
         package = name.split(".")[1:]
         if len(package) == 1:
             expected[package[0]] = folder
-        elif package:  # a nested package (edgewise.data.build): found through its parent's link
+        elif package:  # a nested package (edgewise.data.converters): found through its parent's link
             assert LINKS.joinpath(*package).resolve() == folder.resolve(), f"{name} is not {folder}"
     found = {entry.name: entry for entry in LINKS.iterdir()}
     how = "X links to ../../X for each edgewise.X = X/, and M.py to ../../edgewise/M.py"

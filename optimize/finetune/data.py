@@ -22,13 +22,13 @@ from typing import Any, Final, NamedTuple
 
 import dspy
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.types import Edge
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.vocabulary import EDGES_FIELD, VocabularyJSONAdapter
 from edgewise.optimize.finetune.errors import FinetuneError
 from edgewise.optimize.finetune.settings import PromptChoice
 from edgewise.signatures.extract_edges import reply_edge
-from edgewise.signatures.gold import LabeledEpisode
-from edgewise.signatures.types import Edge
 
 COMPACT_INSTRUCTIONS: Final = (
     "Extract every fact the CURRENT EPISODE states between two ENTITIES as edges of the RELATIONSHIP "

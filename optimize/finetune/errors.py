@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgewise.signatures.errors import EdgewiseError
+from edgewise.domain.errors import EdgewiseError
 
 INSTALL_HINT = "pip install 'edgewise[finetune]'"
 
