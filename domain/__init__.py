@@ -1,33 +1,8 @@
-"""What edgewise speaks of: entities, edge types, edges and results, the episode input contract,
-labeled episodes, the name rule and the error vocabulary.
+"""What edgewise speaks of: entities, edge types, edges and results (`types`), the episode input
+contract (`episode`), labeled episodes (`gold`), the name rule (`names`), the per-file check of
+signature types (`file_types`) and the error vocabulary (`errors`).
 
 Kept apart from `signatures/` (the prompts) so that every layer, the signatures included, can
-import these types without importing DSPy's signatures.
+import these types without importing DSPy's signatures. Import from the module that holds a name;
+the public API is `edgewise` itself.
 """
-
-from edgewise.domain.episode import Episode
-from edgewise.domain.gold import GoldEdge, LabeledEpisode
-from edgewise.domain.types import (
-    Edge,
-    EdgeAttribute,
-    EdgeType,
-    Entity,
-    ExtractionResult,
-    ExtractionWarning,
-    StepUsage,
-    format_utc,
-)
-
-__all__ = [
-    "Edge",
-    "EdgeAttribute",
-    "EdgeType",
-    "Entity",
-    "Episode",
-    "ExtractionResult",
-    "ExtractionWarning",
-    "GoldEdge",
-    "LabeledEpisode",
-    "StepUsage",
-    "format_utc",
-]
