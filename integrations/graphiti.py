@@ -12,7 +12,31 @@ a warning says so, once.
 
 Dates: Graphiti asks its timestamp prompt (`extract_edges.extract_timestamps`) again for an edge
 whose two dates are null. For a fact edgewise just extracted, this client answers with edgewise's
-own dates, so that a deliberate null stays null.
+own dates, so that a deliberate null stays null. `add_episode_bulk`'s combined extraction asks the
+batch prompt (`extract_edges.extract_timestamps_batch`, response `{"timestamps": [...]}`, one entry
+per fact of its FACTS list, in order, matched back by position) for every fact it extracted. Each
+fact edgewise extracted (the same fact text, as for the single prompt) is answered with edgewise's
+dates; the others are sent to the wrapped client as the same prompt with only those facts in its
+FACTS list, and its answers are put back in their places. This split rather than sending the whole
+batch on: the response is a plain ordered list, so the two answers merge without ambiguity, and the
+wrapped model is neither paid for facts whose dates are already known nor allowed to overwrite a
+deliberate null. A batch with no fact of edgewise's goes to the wrapped client unchanged. A wrapped
+reply with too few entries leaves the missing facts both-null (Graphiti's own reading of a short
+reply leaves them unset); one with no `timestamps` list is an error, which Graphiti retries.
+The combined extraction's facts themselves come from the wrapped client (that call is no edge
+prompt), so its batch holds edgewise facts only where edgewise extracted the same fact before
+(`add_episode`, or `add_episode_bulk(use_combined_extraction=False)`, whose edge calls it answers).
+
+Strict types: with `strict_edge_types=True` Graphiti's edge prompt says to use only its fact types
+(`graphiti_prompt.read_edge_prompt` tells the two rule texts apart). The program then runs with its
+types closed (`resolve_program`'s default; without strict mode it is resolved with `open_types`, as
+Graphiti's open prompt lets the model name new types), and the client keeps only edges of the fact
+types that can apply to the episode: a program that does not close types (the `seed` and `graphiti`
+baselines) is held to them too, and when no fact type's signature fits the episode's entities the
+call returns no edges without asking the model (the default vocabulary must not stand in for them).
+In both modes an edge whose type is a fact type's in edgewise's spelling (the program writes
+SCREAMING_SNAKE_CASE: `EMPLOYMENT`) is returned under Graphiti's own name (`Employment`), which is
+what Graphiti's strict filter and its edge-type models match exactly.
 
 Attributes: Graphiti fills a custom edge type's fields with one more call per edge
 (`extract_edges.extract_attributes`, its response model the edge type's model), identified by the
@@ -54,20 +78,24 @@ from edgewise.domain.errors import (
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
 )
-from edgewise.domain.types import AttributeValue, Edge, EdgeAttribute, format_utc
+from edgewise.domain.types import AttributeValue, Edge, EdgeAttribute, EdgeType, format_utc
 from edgewise.integrations.graphiti_prompt import (
     UnreadablePrompt,
     graphiti_attributes,
     read_attribute_prompt,
+    read_batch_facts,
     read_edge_prompt,
     read_fact,
+    with_batch_facts,
 )
+from edgewise.modules.postprocess import to_screaming_snake
 from edgewise.runtime.faults import failure_reason
 
 logger = logging.getLogger("edgewise.integrations.graphiti")
 
 EDGE_PROMPT: Final = "extract_edges.edge"
 TIMESTAMP_PROMPT: Final = "extract_edges.extract_timestamps"
+TIMESTAMP_BATCH_PROMPT: Final = "extract_edges.extract_timestamps_batch"
 ATTRIBUTES_PROMPT: Final = "extract_edges.extract_attributes"
 _REMEMBERED_FACTS: Final = 4096
 _SERVER_REASONS: Final = frozenset(
@@ -169,6 +197,12 @@ class EdgewiseLLMClient(LLMClient):
             written = self._written_for(read_fact(messages))
             if written is not None:
                 return {"valid_at": written.valid_at, "invalid_at": written.invalid_at}
+        if prompt_name == TIMESTAMP_BATCH_PROMPT:
+            answer = await self._batch_timestamps(
+                messages, response_model, max_tokens, model_size, group_id, options
+            )
+            if answer is not None:
+                return answer
         if prompt_name == ATTRIBUTES_PROMPT:
             answer = self._attribute_answer(messages, response_model)
             if answer is not None:
@@ -190,6 +224,8 @@ class EdgewiseLLMClient(LLMClient):
         if pending is None:  # not an edge call of ours: Graphiti called the hook directly
             return await self.inner._generate_response(messages, response_model, max_tokens, model_size)
         episode, strict = pending
+        if strict and not episode.edge_types:  # no fact type can connect these entities
+            return {"edges": []}
         from edgewise.runtime.lm import lm_context
 
         # Graphiti's strict mode allows only its fact types; otherwise its prompt lets the model name new ones.
@@ -199,7 +235,65 @@ class EdgewiseLLMClient(LLMClient):
                 result = await asyncio.to_thread(lambda: program(episode).result)
         except Exception as error:
             raise graphiti_error(error) from error
-        return {"edges": [self._graphiti_edge(edge, episode) for edge in result.edges]}
+        edges = [
+            edge.model_copy(
+                update={"relationship_type": graphiti_type_name(edge.relationship_type, episode.edge_types)}
+            )
+            for edge in result.edges
+        ]
+        if strict:
+            allowed = {edge_type.name for edge_type in episode.edge_types}
+            edges = [edge for edge in edges if edge.relationship_type in allowed]
+        return {"edges": [self._graphiti_edge(edge, episode) for edge in edges]}
+
+    # -- the batch timestamp prompt -------------------------------------------------------------------
+
+    async def _batch_timestamps(
+        self,
+        messages: list[Message],
+        response_model: Any,
+        max_tokens: int | None,
+        model_size: ModelSize,
+        group_id: str | None,
+        options: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """Graphiti's batch timestamp reply, edgewise's dates for its facts; None: none of them is ours.
+
+        The facts edgewise did not extract go to the wrapped client as the same prompt listing only
+        them, and its entries are put back in those facts' places (see the module docstring).
+        """
+        facts = read_batch_facts(messages)
+        if facts is None:
+            return None
+        written = [self._written_for(item["fact"]) for item in facts]
+        if all(known is None for known in written):
+            return None
+        rest = [item for item, known in zip(facts, written, strict=True) if known is None]
+        answers: list[Any] = []
+        if rest:
+            reply = await self.inner.generate_response(
+                with_batch_facts(messages, rest),
+                response_model,
+                max_tokens,
+                model_size,
+                group_id,
+                TIMESTAMP_BATCH_PROMPT,
+                **options,
+            )
+            rows = reply.get("timestamps") if isinstance(reply, dict) else None
+            if not isinstance(rows, list):
+                raise ValueError(
+                    f"the wrapped client's batch timestamp reply has no timestamps list: {reply!r}"
+                )
+            answers = rows[: len(rest)]
+        remaining = iter(answers)
+        timestamps = [
+            {"valid_at": known.valid_at, "invalid_at": known.invalid_at}
+            if known is not None
+            else next(remaining, {"valid_at": None, "invalid_at": None})
+            for known in written
+        ]
+        return {"timestamps": timestamps}
 
     # -- attributes -----------------------------------------------------------------------------------
 
@@ -279,6 +373,20 @@ class EdgewiseLLMClient(LLMClient):
         if not self._warned:
             self._warned = True
             logger.warning(message)
+
+
+def graphiti_type_name(relationship_type: str, edge_types: list[EdgeType]) -> str:
+    """`relationship_type` as Graphiti spells it: the fact type it names, else unchanged.
+
+    The program writes types in SCREAMING_SNAKE_CASE (a fact type `Employment` comes back as
+    `EMPLOYMENT`); Graphiti matches its fact type names exactly, in its strict filter and when it
+    picks an edge's type model. An exact name wins over one equal only in that spelling.
+    """
+    names = [edge_type.name for edge_type in edge_types]
+    if relationship_type in names:
+        return relationship_type
+    key = to_screaming_snake(relationship_type)
+    return next((name for name in names if to_screaming_snake(name) == key), relationship_type)
 
 
 def graphiti_error(error: BaseException) -> BaseException:

@@ -6,8 +6,18 @@ rendered user message, in tagged sections written by a fixed template: the previ
 the entities as JSON, the current message, the reference time, the fact types with their
 descriptions and signatures as JSON, and the custom instructions between two fixed sentences.
 `read_edge_prompt` takes them out; when any of them cannot be read (Graphiti changed its template),
-it returns None and says why, and the caller hands the call to the wrapped client instead of
-guessing.
+it raises `UnreadablePrompt` saying why, and the caller hands the call to the wrapped client instead
+of guessing.
+
+Strict mode (`add_episode(strict_edge_types=True)`) is not in the context either, only in the text:
+with fact types, Graphiti's RELATION TYPE RULES section says either "Use one of the provided
+fact_type_name values as the relation_type." (strict: skip what fits no fact type) or "derive a
+`relation_type`" (open: the model may name new types). A rules section that says neither is
+unreadable, since guessing open would let through types the caller excluded.
+
+The timestamp prompts are read too: the single one's FACT (`read_fact`) and the batch one's FACTS,
+a JSON list of `{fact, reference_time}` (`read_batch_facts`); `with_batch_facts` writes a subset of
+them back into the same messages, for the wrapped client to answer only those.
 """
 
 from __future__ import annotations
@@ -29,7 +39,11 @@ from edgewise.programs.graphiti_baseline import GENERIC_LABEL
 _CUSTOM_START: Final = "support continuity.\n\n\n"
 _CUSTOM_END: Final = "\n\n# EXTRACTION RULES"
 _REFERENCE_COMMENT: Final = "  # ISO 8601"
+_RULES_START: Final = "# RELATION TYPE RULES"
+_RULES_END: Final = "# TASK"
 _STRICT_RULE: Final = "Use one of the provided fact_type_name values as the relation_type."
+_OPEN_RULE: Final = "derive a `relation_type`"
+_FACTS_SECTION: Final = re.compile(r"(<FACTS>\n)(.*?)(\n</FACTS>)", re.DOTALL)
 _ATTRIBUTE_KINDS: Final[dict[type, AttributeKind]] = {
     str: "string",
     bool: "boolean",
@@ -142,13 +156,66 @@ def read_edge_prompt(messages: list[Any]) -> EdgePrompt:
         edge_types=edge_types,
         custom_prompt=custom,
     )
-    return EdgePrompt(episode, strict_types=bool(fact_types) and _STRICT_RULE in text)
+    return EdgePrompt(episode, strict_types=bool(fact_types) and _strict_rules(text))
+
+
+def _strict_rules(text: str) -> bool:
+    """Whether the RELATION TYPE RULES section (present when there are fact types) is Graphiti's strict one.
+
+    Read from that section only, so that custom instructions quoting either rule change nothing.
+    """
+    start = text.find(_RULES_START)
+    end = text.find(_RULES_END, start)
+    if start < 0 or end < 0:
+        raise UnreadablePrompt("FACT_TYPES are given but there is no RELATION TYPE RULES section")
+    rules = text[start:end]
+    if _STRICT_RULE in rules:
+        return True
+    if _OPEN_RULE in rules:
+        return False
+    raise UnreadablePrompt("the RELATION TYPE RULES are neither Graphiti's strict nor its open ones")
 
 
 def read_fact(messages: list[Any]) -> str | None:
     """The fact of Graphiti's `extract_timestamps` prompt; None if it has no FACT section."""
     text = str(getattr(messages[-1], "content", "")) if messages else ""
     return _section(text, "FACT", required=False)
+
+
+def read_batch_facts(messages: list[Any]) -> list[dict[str, Any]] | None:
+    """The facts of Graphiti's `extract_timestamps_batch` prompt, in order; None if they cannot be read.
+
+    Each is `{"fact": ..., "reference_time": ...}` as Graphiti wrote it.
+    """
+    text = str(getattr(messages[-1], "content", "")) if messages else ""
+    try:
+        facts = _json_section(text, "FACTS", required=False)
+    except UnreadablePrompt:
+        return None
+    if not isinstance(facts, list) or not all(
+        isinstance(item, dict) and isinstance(item.get("fact"), str) for item in facts
+    ):
+        return None
+    return facts
+
+
+def with_batch_facts(messages: list[Any], facts: list[dict[str, Any]]) -> list[Any]:
+    """Copies of the batch timestamp prompt's messages whose FACTS are `facts` (the rest unchanged).
+
+    The caller's own template (a prompt override, Graphiti's appended notes) is kept: only the JSON
+    between the tags changes, written as Graphiti writes it (`to_prompt_json`).
+    """
+    from graphiti_core.prompts.prompt_helpers import to_prompt_json
+
+    last = messages[-1]
+    content = _FACTS_SECTION.sub(
+        lambda match: match.group(1) + to_prompt_json(facts) + match.group(3),
+        str(last.content),
+        count=1,
+    )
+    return [message.model_copy() for message in messages[:-1]] + [
+        last.model_copy(update={"content": content})
+    ]
 
 
 def read_attribute_prompt(messages: list[Any]) -> tuple[str | None, dict[str, Any]]:

@@ -1,12 +1,15 @@
 """Graphiti integration, offline: the prompt contract against the installed graphiti-core, the client's
-routing, its errors, and `Graphiti.add_episode` end to end on an embedded Kuzu graph."""
+routing, its errors, and `Graphiti.add_episode` and `add_episode_bulk` end to end on an embedded Kuzu
+graph."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,12 +23,17 @@ from graphiti_core.llm_client.client import LLMClient, is_server_or_retry_error
 from graphiti_core.llm_client.config import LLMConfig
 from graphiti_core.llm_client.errors import RateLimitError
 from graphiti_core.prompts import prompt_library
-from graphiti_core.prompts.extract_edges import ExtractedEdges
+from graphiti_core.prompts.extract_edges import BatchEdgeTimestamps, ExtractedEdges
 from mock_openai import MockOpenAIServer
 from pydantic import BaseModel, Field
 
-from edgewise.integrations.graphiti import EdgewiseLLMClient, graphiti_error
-from edgewise.integrations.graphiti_prompt import UnreadablePrompt, read_edge_prompt
+from edgewise.integrations.graphiti import EdgewiseLLMClient, graphiti_error, graphiti_type_name
+from edgewise.integrations.graphiti_prompt import (
+    UnreadablePrompt,
+    read_batch_facts,
+    read_edge_prompt,
+    with_batch_facts,
+)
 
 REFERENCE = datetime(2024, 3, 14, 9, 30, tzinfo=UTC)
 
@@ -154,6 +162,48 @@ def test_a_changed_template_is_unreadable() -> None:
         read_edge_prompt(messages)
 
 
+def test_strict_mode_is_read_from_the_relation_type_rules_only() -> None:
+    """Custom instructions that quote the strict rule do not make an open prompt strict."""
+    quoting = "Use one of the provided fact_type_name values as the relation_type."
+    opened = prompt_library.extract_edges.edge(
+        context(edge_types=FACT_TYPES, custom_extraction_instructions=quoting)
+    )
+    assert read_edge_prompt(opened).strict_types is False
+    strict = prompt_library.extract_edges.edge(context(edge_types=FACT_TYPES, strict_edge_types=True))
+    assert read_edge_prompt(strict).strict_types is True
+    strict[-1].content = strict[-1].content.replace(quoting, "Pick a fact type.")
+    with pytest.raises(UnreadablePrompt, match="RELATION TYPE RULES"):
+        read_edge_prompt(strict)  # neither rule: strictness cannot be told, so it is not guessed
+
+
+BATCH_FACTS = [
+    {"fact": "Alice works at Acme.", "reference_time": REFERENCE.isoformat()},
+    {"fact": "Bob manages Alice ✓.", "reference_time": "unknown"},
+    {"fact": "Alice lives in Berlin.", "reference_time": REFERENCE.isoformat()},
+]
+
+
+def batch_messages(facts: list[dict[str, Any]]) -> Any:
+    """Graphiti's own batch timestamp prompt, as its combined extraction renders it."""
+    return prompt_library.extract_edges.extract_timestamps_batch({"facts": facts})
+
+
+def test_graphitis_batch_timestamp_prompt_reads_back_and_takes_a_subset_of_its_facts() -> None:
+    messages = batch_messages(BATCH_FACTS)
+    assert read_batch_facts(messages) == BATCH_FACTS
+    subset = with_batch_facts(messages, [BATCH_FACTS[1]])
+    assert read_batch_facts(subset) == [BATCH_FACTS[1]]
+    assert subset[-1].content == batch_messages([BATCH_FACTS[1]])[-1].content  # as Graphiti writes it
+    assert subset[0].content == messages[0].content
+    assert read_batch_facts(messages) == BATCH_FACTS  # the caller's messages are left as they were
+    assert (
+        read_batch_facts(
+            prompt_library.extract_edges.extract_timestamps({"fact": "x", "reference_time": "y"})
+        )
+        is None
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The client
 # ------------------------------------------------------------------------------------------------
@@ -170,13 +220,22 @@ def default_reply(model: Any) -> dict[str, Any]:
     return reply
 
 
-class FakeGraphitiClient(LLMClient):
-    """Graphiti's other calls: a fixed set of entities, no duplicates, and dates it would make up."""
+WRAPPED_DATE = "2099-01-01T00:00:00Z"  # what the fake wrapped client makes up for every date
 
-    def __init__(self, entities: list[str]) -> None:
+
+class FakeGraphitiClient(LLMClient):
+    """Graphiti's other calls: a fixed set of entities, no duplicates, and dates it would make up.
+
+    `combined_edges`: its facts for `add_episode_bulk`'s combined node-and-edge call; `batch_facts`
+    records the facts of each batch timestamp call it answers.
+    """
+
+    def __init__(self, entities: list[str], combined_edges: list[dict[str, Any]] | None = None) -> None:
         super().__init__(LLMConfig(model="fake"), cache=False)
         self.entities = entities
+        self.combined_edges = combined_edges or []
         self.prompts: list[str | None] = []
+        self.batch_facts: list[list[str]] = []
 
     async def generate_response(self, messages, response_model=None, max_tokens=None, model_size=None,
                                 group_id=None, prompt_name=None, **options):  # fmt: skip
@@ -188,7 +247,14 @@ class FakeGraphitiClient(LLMClient):
         if name == "ExtractedEntities":
             return {"extracted_entities": [{"name": n, "entity_type_id": 0} for n in self.entities]}
         if name == "EdgeTimestamps":
-            return {"valid_at": "2099-01-01T00:00:00Z", "invalid_at": None}  # what edgewise must not let in
+            return {"valid_at": WRAPPED_DATE, "invalid_at": None}  # what edgewise must not let in
+        if name == "BatchEdgeTimestamps":
+            facts = [item["fact"] for item in read_batch_facts(messages) or []]
+            self.batch_facts.append(facts)
+            return {"timestamps": [{"valid_at": WRAPPED_DATE, "invalid_at": None} for _ in facts]}
+        if name == "CombinedExtraction":
+            entities = [{"name": n, "entity_type_id": 0} for n in self.entities]
+            return {"extracted_entities": entities, "edges": self.combined_edges}
         if name == "ExtractedEdges":
             return {"edges": []}
         return default_reply(response_model)
@@ -278,6 +344,129 @@ def test_a_model_failure_is_raised_as_graphitis_own_error_and_graphiti_retries_i
     assert is_server_or_retry_error(error)
     assert client.attempts == 4  # Graphiti's own retry (stop_after_attempt(4)) ran edgewise four times
     assert len(server.requests) == 4  # num_retries=0: one request per attempt, no retry inside edgewise
+
+
+# ------------------------------------------------------------------------------------------------
+# Graphiti's batch timestamp call and its strict mode
+# ------------------------------------------------------------------------------------------------
+
+
+def extracted_client(inner: LLMClient, server: MockOpenAIServer, **options: Any) -> EdgewiseLLMClient:
+    """A client that has answered one edge call: EDGEWISE_REPLY's two facts, one dated, one not."""
+    client = EdgewiseLLMClient(
+        inner, model="openai/mock", api_base=server.api_base, api_key="x", cache=False, **options
+    )
+    asyncio.run(
+        client.generate_response(
+            prompt_library.extract_edges.edge(context()), ExtractedEdges, prompt_name="extract_edges.edge"
+        )
+    )
+    return client
+
+
+def ask_batch(client: LLMClient, facts: list[dict[str, Any]]) -> dict[str, Any]:
+    return asyncio.run(
+        client.generate_response(
+            batch_messages(facts), BatchEdgeTimestamps, prompt_name="extract_edges.extract_timestamps_batch"
+        )
+    )
+
+
+EDGEWISE_DATED = {"valid_at": "2023-01-01T00:00:00Z", "invalid_at": None}
+EDGEWISE_NULL = {"valid_at": None, "invalid_at": None}
+WRAPPED = {"valid_at": WRAPPED_DATE, "invalid_at": None}
+
+
+def test_the_batch_timestamp_call_answers_edgewise_facts_and_asks_the_wrapped_client_for_the_rest() -> None:
+    inner = FakeGraphitiClient([])
+    with MockOpenAIServer(EDGEWISE_REPLY) as server:
+        client = extracted_client(inner, server)
+        mixed = ask_batch(client, BATCH_FACTS)
+        known = ask_batch(client, [BATCH_FACTS[2], BATCH_FACTS[0]])
+        unknown = ask_batch(client, [BATCH_FACTS[1]])
+        client.close()
+        requests = len(server.requests)
+    # Each fact's entry in its own place: edgewise's date, the wrapped client's, edgewise's null.
+    assert mixed == {"timestamps": [EDGEWISE_DATED, WRAPPED, EDGEWISE_NULL]}
+    BatchEdgeTimestamps(**mixed)  # Graphiti's own parse of the reply
+    assert known == {"timestamps": [EDGEWISE_NULL, EDGEWISE_DATED]}
+    assert unknown == {"timestamps": [WRAPPED]}
+    # The wrapped client was asked only for the fact edgewise did not extract, then for the batch of it alone.
+    assert inner.batch_facts == [["Bob manages Alice ✓."], ["Bob manages Alice ✓."]]
+    assert inner.prompts == ["extract_edges.extract_timestamps_batch"] * 2
+    assert requests == 1  # the edgewise model answered the edge call only
+
+
+class BatchReplyClient(FakeGraphitiClient):
+    """A wrapped client whose batch timestamp reply is fixed."""
+
+    def __init__(self, reply: Any) -> None:
+        super().__init__([])
+        self.reply = reply
+
+    async def _generate_response(self, messages, response_model=None, max_tokens=0, model_size=None, **options):  # fmt: skip
+        return self.reply
+
+
+def test_a_short_wrapped_batch_reply_leaves_its_missing_facts_undated_and_a_malformed_one_is_an_error() -> (
+    None
+):
+    with MockOpenAIServer(EDGEWISE_REPLY) as server:
+        short = extracted_client(BatchReplyClient({"timestamps": []}), server)
+        malformed = extracted_client(BatchReplyClient({"dates": []}), server)
+        answered = ask_batch(short, BATCH_FACTS)
+        with pytest.raises(ValueError, match="no timestamps list"):
+            ask_batch(malformed, BATCH_FACTS)  # Graphiti logs it and asks again, as for its own client
+        short.close()
+        malformed.close()
+    assert answered == {"timestamps": [EDGEWISE_DATED, EDGEWISE_NULL, EDGEWISE_NULL]}
+
+
+@pytest.mark.parametrize("program", ["default", "seed"])
+@pytest.mark.parametrize("strict", [False, True])
+def test_strict_edge_types_return_only_graphitis_fact_types(program: str, strict: bool) -> None:
+    """`seed` does not close types itself: the client holds it to the fact types."""
+    with MockOpenAIServer(EDGEWISE_REPLY) as server:
+        client = EdgewiseLLMClient(
+            FakeGraphitiClient([]), program=program, model="openai/mock", api_base=server.api_base,
+            api_key="x", cache=False,
+        )  # fmt: skip
+        reply = asyncio.run(
+            client.generate_response(
+                prompt_library.extract_edges.edge(context(edge_types=FACT_TYPES, strict_edge_types=strict)),
+                ExtractedEdges,
+                prompt_name="extract_edges.edge",
+            )
+        )
+        client.close()
+    types = [edge["relation_type"] for edge in reply["edges"]]
+    assert types == (["WORKS_AT"] if strict else ["WORKS_AT", "LIVES_IN"])
+
+
+def test_in_strict_mode_no_fact_type_that_fits_the_entities_means_no_edges_and_no_model_call() -> None:
+    inner = FakeGraphitiClient([])
+    with MockOpenAIServer(EDGEWISE_REPLY) as server:
+        client = EdgewiseLLMClient(
+            inner, model="openai/mock", api_base=server.api_base, api_key="x", cache=False
+        )
+        only_pets = context(edge_types=[FACT_TYPES[2]], strict_edge_types=True)  # no Pet here
+        reply = asyncio.run(
+            client.generate_response(
+                prompt_library.extract_edges.edge(only_pets), ExtractedEdges, prompt_name="extract_edges.edge"
+            )
+        )
+        client.close()
+        requests = len(server.requests)
+    assert reply == {"edges": []} and requests == 0 and inner.prompts == []
+
+
+def test_a_fact_type_comes_back_under_graphitis_own_name() -> None:
+    from edgewise.domain.types import EdgeType
+
+    types = [EdgeType(name="Employment", description=""), EdgeType(name="WORKS_AT", description="")]
+    assert graphiti_type_name("EMPLOYMENT", types) == "Employment"
+    assert graphiti_type_name("WORKS_AT", types) == "WORKS_AT"
+    assert graphiti_type_name("LIVES_IN", types) == "LIVES_IN"  # not a fact type: as written
 
 
 # ------------------------------------------------------------------------------------------------
@@ -435,42 +624,81 @@ class EqualRanker(CrossEncoderClient):
         return [(passage, 1.0) for passage in passages]
 
 
+@contextlib.asynccontextmanager
+async def kuzu_graphiti(path: Any, client: LLMClient) -> AsyncIterator[Any]:
+    """A Graphiti on an embedded Kuzu graph at `path`, with `client` as its LLM client."""
+    from graphiti_core import Graphiti
+    from graphiti_core.driver.kuzu_driver import KuzuDriver
+    from graphiti_core.graph_queries import get_fulltext_indices
+
+    with pytest.warns(DeprecationWarning):
+        driver = KuzuDriver(db=str(path))
+    graphiti = Graphiti(
+        graph_driver=driver, llm_client=client, embedder=HashEmbedder(), cross_encoder=EqualRanker()
+    )
+    try:
+        # graphiti-core 0.31.2's Kuzu driver creates no full-text index (its build step is a no-op);
+        # its edge search needs them, so they are made here from Graphiti's own list.
+        for query in get_fulltext_indices(driver.provider):
+            await driver.execute_query(query)
+        yield graphiti
+    finally:
+        await graphiti.close()
+
+
+async def stored_edges(graphiti: Any) -> list[Any]:
+    """The entity edges of the default group (graphiti-core 0.31.2 fails on an explicit group_id with Kuzu)."""
+    from graphiti_core.edges import EntityEdge
+    from graphiti_core.helpers import get_default_group_id
+
+    return await EntityEdge.get_by_group_ids(
+        graphiti.driver, [get_default_group_id(graphiti.driver.provider)]
+    )
+
+
+def mock_client(inner: LLMClient, api_base: str, **options: Any) -> EdgewiseLLMClient:
+    return EdgewiseLLMClient(
+        inner, model="openai/mock", api_base=api_base, api_key="x", cache=False, **options
+    )
+
+
+async def add_chat_line(graphiti: Any, **options: Any) -> Any:
+    return await graphiti.add_episode(
+        name="chat-1",
+        episode_body="Alice: I work at Acme and live in Berlin.",
+        source_description="chat",
+        reference_time=REFERENCE,
+        **options,
+    )
+
+
+async def add_chat_lines_in_bulk(graphiti: Any, **options: Any) -> Any:
+    from graphiti_core.nodes import EpisodeType
+    from graphiti_core.utils.bulk_utils import RawEpisode
+
+    episode = RawEpisode(
+        name="chat-2",
+        content="Alice: I work at Acme and live in Berlin. Bob manages me.",
+        source_description="chat",
+        source=EpisodeType.message,
+        reference_time=REFERENCE,
+    )
+    return await graphiti.add_episode_bulk([episode], **options)
+
+
 def add_episode(tmp_path: Any, inner: LLMClient, api_base: str, **options: Any) -> tuple[Any, list[Any]]:
     """`Graphiti.add_episode` of one chat line on an embedded Kuzu graph, edgewise answering its edge
     call; `options` go to both the client and `add_episode` (`edge_types`). Returns the result and
     the stored edges."""
-    from graphiti_core import Graphiti
-    from graphiti_core.driver.kuzu_driver import KuzuDriver
-    from graphiti_core.edges import EntityEdge
-    from graphiti_core.graph_queries import get_fulltext_indices
-    from graphiti_core.helpers import get_default_group_id
 
     async def run() -> tuple[Any, list[Any]]:
-        with pytest.warns(DeprecationWarning):
-            driver = KuzuDriver(db=str(tmp_path / "graph.kuzu"))
-        client = EdgewiseLLMClient(
-            inner, model="openai/mock", api_base=api_base, api_key="x", cache=False, **options
-        )
-        graphiti = Graphiti(
-            graph_driver=driver, llm_client=client, embedder=HashEmbedder(), cross_encoder=EqualRanker()
-        )
+        client = mock_client(inner, api_base, **options)
         try:
-            # graphiti-core 0.31.2's Kuzu driver creates no full-text index (its build step is a no-op);
-            # its edge search needs them, so they are made here from Graphiti's own list.
-            for query in get_fulltext_indices(driver.provider):
-                await driver.execute_query(query)
-            result = await graphiti.add_episode(
-                name="chat-1",
-                episode_body="Alice: I work at Acme and live in Berlin.",
-                source_description="chat",
-                reference_time=REFERENCE,
-                **options,
-            )  # the default group: graphiti-core 0.31.2 fails on an explicit group_id with Kuzu
-            stored = await EntityEdge.get_by_group_ids(driver, [get_default_group_id(driver.provider)])
-            return result, stored
+            async with kuzu_graphiti(tmp_path / "graph.kuzu", client) as graphiti:
+                result = await add_chat_line(graphiti, **options)
+                return result, await stored_edges(graphiti)
         finally:
             await client.aclose()
-            await graphiti.close()
 
     return asyncio.run(run())
 
@@ -508,6 +736,104 @@ def test_graphiti_add_episode_stores_the_attributes_edgewise_wrote_for_its_edge_
     assert attributes["WORKS_AT"].get("role") == "engineer"
     assert edgewise_requests == 2  # the edge call, and the program's one attribute call
     assert "extract_edges.extract_attributes" not in inner.prompts  # edgewise answered Graphiti's
+
+
+class RecordingClient(EdgewiseLLMClient):
+    """Records its own replies to Graphiti by prompt name (Graphiti filters some of them itself)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replies: dict[str, list[Any]] = {}
+
+    async def generate_response(self, messages, response_model=None, *args, prompt_name=None, **kwargs):  # fmt: skip
+        reply = await super().generate_response(
+            messages, response_model, *args, prompt_name=prompt_name, **kwargs
+        )
+        self.replies.setdefault(str(prompt_name), []).append(reply)
+        return reply
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_add_episode_bulk_dates_edgewise_facts_in_its_batch_timestamp_call(tmp_path, mixed: bool) -> None:
+    """The combined call's facts are the wrapped client's; those edgewise extracted before get its dates.
+
+    The same client serves `add_episode` on one graph (edgewise extracts two facts) and then
+    `add_episode_bulk` on a fresh one, whose combined extraction repeats them (and, mixed, adds one).
+    """
+    facts = [("Acme", "WORKS_AT", "Alice works at Acme."), ("Berlin", "LIVES_IN", "Alice lives in Berlin.")]
+    if mixed:
+        facts.insert(1, ("Bob", "MANAGES", "Bob manages Alice."))
+    combined = [
+        {"source_entity_name": "Alice", "target_entity_name": target, "relation_type": kind, "fact": fact}
+        for target, kind, fact in facts
+    ]
+    inner = FakeGraphitiClient(["Alice", "Acme", "Berlin", "Bob"], combined_edges=combined)
+
+    async def run() -> list[Any]:
+        client = mock_client(inner, server.api_base)
+        try:
+            async with kuzu_graphiti(tmp_path / "first.kuzu", client) as graphiti:
+                await add_chat_line(graphiti)
+            async with kuzu_graphiti(tmp_path / "bulk.kuzu", client) as graphiti:
+                await add_chat_lines_in_bulk(graphiti)
+                return await stored_edges(graphiti)
+        finally:
+            await client.aclose()
+
+    with MockOpenAIServer(EDGEWISE_REPLY) as server:
+        stored = asyncio.run(run())
+        edgewise_requests = len(server.requests)
+    dates = {edge.fact: (_utc(edge.valid_at), _utc(edge.invalid_at)) for edge in stored}
+    expected = {
+        "Alice works at Acme.": (datetime(2023, 1, 1, tzinfo=UTC), None),  # edgewise's date
+        "Alice lives in Berlin.": (None, None),  # edgewise's null, not the wrapped client's made-up date
+    }
+    if mixed:
+        expected["Bob manages Alice."] = (datetime(2099, 1, 1, tzinfo=UTC), None)  # the wrapped client's
+    assert dates == expected
+    assert "extract_nodes_and_edges.extract_message" in inner.prompts  # the combined path ran
+    assert inner.batch_facts == ([["Bob manages Alice."]] if mixed else [])  # asked only for its own fact
+    assert edgewise_requests == 1  # add_episode's edge call; the bulk call had none
+
+
+class Employment(BaseModel):
+    """A person is employed by an organization."""
+
+
+EMPLOYMENT_REPLY = EDGEWISE_REPLY.replace('"WORKS_AT"', '"Employment"')
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_add_episode_bulk_with_strict_edge_types_gets_only_graphitis_types_from_edgewise(
+    tmp_path, strict: bool
+) -> None:
+    """Separate extraction (`use_combined_extraction=False`): edgewise answers the bulk edge calls."""
+    inner = FakeGraphitiClient(["Alice", "Acme", "Berlin"])
+
+    async def run() -> tuple[RecordingClient, list[Any]]:
+        client = RecordingClient(
+            inner, model="openai/mock", api_base=server.api_base, api_key="x", cache=False
+        )
+        try:
+            async with kuzu_graphiti(tmp_path / "graph.kuzu", client) as graphiti:
+                await add_chat_lines_in_bulk(
+                    graphiti,
+                    edge_types={"Employment": Employment},
+                    strict_edge_types=strict,
+                    use_combined_extraction=False,
+                )
+                return client, await stored_edges(graphiti)
+        finally:
+            await client.aclose()
+
+    with MockOpenAIServer(EMPLOYMENT_REPLY) as server:
+        client, stored = asyncio.run(run())
+    (edge_reply,) = client.replies["extract_edges.edge"]
+    returned = [edge["relation_type"] for edge in edge_reply["edges"]]
+    # Graphiti's own name, which its strict filter matches exactly (the program writes EMPLOYMENT).
+    assert returned == (["Employment"] if strict else ["Employment", "LIVES_IN"])
+    assert sorted(edge.name for edge in stored) == sorted(returned)
+    assert "extract_edges.edge" not in inner.prompts
 
 
 # ------------------------------------------------------------------------------------------------
