@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Final
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.types import Edge, ExtractionWarning
+from edgewise.domain.types import Edge
 from edgewise.modules.call_context import CallContext
 
 _ITEM_SEPARATORS: Final = re.compile(r"\s*(?:[,;&]|\band\b)\s*")
@@ -75,12 +75,10 @@ def ground_attributes(edges: list[Edge], episode: Episode, context: CallContext)
                 if value is None:
                     continue
                 if not _stated(value, text):
-                    context.warn(
-                        ExtractionWarning(
-                            code="attribute_ungrounded",
-                            message=f"dropped: {name}={value!r} is not in the episode's words",
-                            edge=edge.to_json_dict(),
-                        )
+                    context.note(
+                        "attribute_ungrounded",
+                        f"dropped: {name}={value!r} is not in the episode's words",
+                        edge,
                     )
                     continue
             kept[name] = value
@@ -96,13 +94,10 @@ def _without_own_ends(edge: Edge, name: str, value: str, context: CallContext) -
     if len(others) == len(parts):
         return value
     left = " and ".join(part.strip() for part in others) or None
-    context.warn(
-        ExtractionWarning(
-            code="attribute_own_end",
-            message=f"{name}={value!r} names the edge's own "
-            + (f"end: {left!r} kept" if left else "end: dropped"),
-            edge=edge.to_json_dict(),
-        )
+    context.note(
+        "attribute_own_end",
+        f"{name}={value!r} names the edge's own " + (f"end: {left!r} kept" if left else "end: dropped"),
+        edge,
     )
     return left
 

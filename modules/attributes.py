@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from edgewise.domain.episode import Episode
 from edgewise.domain.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.calls import call_step, predicting
+from edgewise.modules.calls import call_step, one_answer_each, predicting
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
 from edgewise.modules.vocabulary import reply_item_schema
@@ -181,14 +181,15 @@ def per_episode(
     if reply is None:
         return edges
     slots = list(reply.attributes or [])
-    if len(slots) != len(targets):
-        context.warn(
-            ExtractionWarning(
-                code="attributes_mismatch",
-                message=f"the attribute step answered {len(slots)} times for {len(targets)} facts: "
-                "no attributes set",
-            )
-        )
+    if not one_answer_each(
+        slots,
+        len(targets),
+        context,
+        code="attributes_mismatch",
+        step="the attribute step",
+        items="facts",
+        instead="no attributes set",
+    ):
         return edges
     filled = list(edges)
     for (position, edge_type), values in zip(targets, slots, strict=True):

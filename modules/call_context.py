@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from edgewise.domain.types import Edge, ExtractionResult, ExtractionWarning, StepUsage
 
 PARSE_FAILURE: str = "parse_failure"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -30,6 +33,20 @@ class CallContext:
     def warn_all(self, noted: Iterable[ExtractionWarning]) -> None:
         """Note several warnings, in their order."""
         self.warnings.extend(noted)
+
+    def note(self, code: str, message: str, edge: Edge | None = None) -> None:
+        """Note a warning made of `code` and `message`, about `edge` (as a result writes it) when given.
+
+        The warning's `edge` stays unset without one, as a warning built by hand leaves it.
+        """
+        about = {} if edge is None else {"edge": edge.to_json_dict()}
+        self.warn(ExtractionWarning(code=code, message=message, **about))
+
+    def capped(self, items: list[T], most: int, code: str, message: str) -> list[T]:
+        """The first `most` of `items`; when there were more, a warning `code` says what was left out."""
+        if len(items) > most:
+            self.note(code, message)
+        return items[:most]
 
     def spent(self, step: str, cost: StepUsage) -> None:
         """Add `cost` to what `step` has spent in this extraction."""

@@ -126,6 +126,21 @@ def call_step(
     return reply
 
 
+def one_answer_each(
+    answers: list[Any], asked: int, context: CallContext, *, code: str, step: str, items: str, instead: str
+) -> bool:
+    """Whether a reply that answers `asked` items in one call gave exactly one answer each.
+
+    The answers are matched to the items by place, so a reply with another count cannot be matched at
+    all: the step then keeps what it had (`instead` says what), and a warning `code` says that `step`
+    answered so many times for so many `items`.
+    """
+    if len(answers) == asked:
+        return True
+    context.note(code, f"{step} answered {len(answers)} times for {asked} {items}: {instead}")
+    return False
+
+
 def predicting(
     predictor: dspy.Predict, /, config: dict[str, Any] | None = None, **inputs: Any
 ) -> Callable[[dict[str, Any]], dspy.Prediction]:

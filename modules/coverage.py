@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
 from edgewise.signatures.extract_by_entity import EntitySlot
@@ -36,15 +35,13 @@ def slot_entities(episode: Episode, context: CallContext) -> list[str]:
 
     ranked = sorted(enumerate(entity.name for entity in episode.entities), key=mention)
     names = [name for _, name in ranked]
-    if len(names) > MAX_SLOTS:
-        context.warn(
-            ExtractionWarning(
-                code="entities_capped",
-                message=f"{len(names)} entities, {MAX_SLOTS} answered for (the rest are mentioned later "
-                "in the current episode, or not at all)",
-            )
-        )
-    return names[:MAX_SLOTS]
+    return context.capped(
+        names,
+        MAX_SLOTS,
+        "entities_capped",
+        f"{len(names)} entities, {MAX_SLOTS} answered for (the rest are mentioned later in the current "
+        "episode, or not at all)",
+    )
 
 
 def slot_types(episode: Episode, rule: PairRule, entity: str, type_names: list[str]) -> list[str]:

@@ -17,7 +17,6 @@ from itertools import combinations
 from typing import Any, NamedTuple
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.type_signatures import PairRule
 from edgewise.signatures.label_pairs import NO_RELATION, PairLabel
@@ -64,15 +63,14 @@ def candidate_pairs(
         key = (0, distance, position) if distance is not None else (1, 0, position)
         ranked.append((key, CandidatePair(first, second, kinds)))
     ranked.sort(key=lambda item: item[0])
-    if len(ranked) > max_pairs:
-        context.warn(
-            ExtractionWarning(
-                code="pairs_capped",
-                message=f"{len(ranked)} candidate pairs, {max_pairs} labeled (the rest mention the two "
-                "entities farther apart, or not both in the current episode)",
-            )
-        )
-    return [pair for _, pair in ranked[:max_pairs]]
+    kept = context.capped(
+        ranked,
+        max_pairs,
+        "pairs_capped",
+        f"{len(ranked)} candidate pairs, {max_pairs} labeled (the rest mention the two entities farther "
+        "apart, or not both in the current episode)",
+    )
+    return [pair for _, pair in kept]
 
 
 def pair_reply_schema(pairs: list[CandidatePair]) -> dict[str, Any]:
@@ -119,11 +117,7 @@ def pair_edges(
             continue
         pair = by_text.get(label.pair) or (pairs[position] if position < len(pairs) else None)
         if pair is None:
-            context.warn(
-                ExtractionWarning(
-                    code="unknown_pair", message=f"dropped: {label.pair!r} is not a candidate pair"
-                )
-            )
+            context.note("unknown_pair", f"dropped: {label.pair!r} is not a candidate pair")
             continue
         source, target = (
             (pair.second, pair.first) if label.sourceEntityName == pair.second else (pair.first, pair.second)

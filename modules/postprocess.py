@@ -156,21 +156,13 @@ def _order_dates(edge: Edge, reference_time: datetime, context: CallContext) -> 
     if edge.valid_at is None or edge.invalid_at is None or edge.invalid_at >= edge.valid_at:
         return edge
     if edge.valid_at == reference_time:
-        context.warn(
-            ExtractionWarning(
-                code="valid_at_dropped",
-                message="invalidAt is before validAt (= REFERENCE_TIME, the ongoing default): validAt set to null",
-                edge=edge.to_json_dict(),
-            )
+        context.note(
+            "valid_at_dropped",
+            "invalidAt is before validAt (= REFERENCE_TIME, the ongoing default): validAt set to null",
+            edge,
         )
         return edge.model_copy(update={"valid_at": None})
-    context.warn(
-        ExtractionWarning(
-            code="dates_swapped",
-            message="invalidAt was before validAt: the two dates were swapped",
-            edge=edge.to_json_dict(),
-        )
-    )
+    context.note("dates_swapped", "invalidAt was before validAt: the two dates were swapped", edge)
     return edge.model_copy(update={"valid_at": edge.invalid_at, "invalid_at": edge.valid_at})
 
 
@@ -198,13 +190,11 @@ def _dedupe(edges: list[Edge], symmetric_types: frozenset[str], context: CallCon
         }
         if fill:
             kept[key] = first.model_copy(update=fill)
-        context.warn(
-            ExtractionWarning(
-                code="duplicate",
-                message=f"dropped: duplicate of {key[0]} -{key[2]}-> {key[1]}"
-                + (f" (its {', '.join(fill)} kept)" if fill else ""),
-                edge=edge.to_json_dict(),
-            )
+        context.note(
+            "duplicate",
+            f"dropped: duplicate of {key[0]} -{key[2]}-> {key[1]}"
+            + (f" (its {', '.join(fill)} kept)" if fill else ""),
+            edge,
         )
     return list(kept.values())
 
@@ -276,12 +266,8 @@ def cap_attributes(
         if value is None:
             continue
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_CHARS:
-            context.warn(
-                ExtractionWarning(
-                    code="attribute_truncated",
-                    message=f"attribute {name!r} cut to {MAX_ATTRIBUTE_CHARS} characters",
-                    edge=edge.to_json_dict(),
-                )
+            context.note(
+                "attribute_truncated", f"attribute {name!r} cut to {MAX_ATTRIBUTE_CHARS} characters", edge
             )
             value = value[:MAX_ATTRIBUTE_CHARS]
         capped[name] = value

@@ -11,17 +11,18 @@ name, and `forward` runs that list. The predictors stay on the program (their na
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import dspy
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.types import Edge, ExtractionWarning
+from edgewise.domain.types import Edge
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import from_reply, in_reply_schema, per_edge, per_episode
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.calls import call_step, predicting
+from edgewise.modules.calls import call_step, one_answer_each, predicting
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
@@ -90,6 +91,11 @@ class Extraction:
     def options(self) -> ProgramOptions:
         return self.program.options
 
+    def inputs_named(self, *names: str) -> dict[str, Any]:
+        """The extraction predictor's inputs of these names, for a later step's predictor that reads
+        part of what it was shown, as it was shown (the numbered sentences of a fact span too)."""
+        return {name: self.inputs[name] for name in names}
+
     @property
     def pair_rule(self) -> PairRule:
         """The rule set by `ShowEpisode`, which every step list runs before the ones that need it."""
@@ -131,11 +137,9 @@ def seed_edge(edge: Any, episode: Episode, spans: list[str] | None) -> Extracted
 
 def with_default_types(episode: Episode, context: CallContext) -> Episode:
     """`episode` offered the default vocabulary, with a warning that says so."""
-    context.warn(
-        ExtractionWarning(
-            code="default_types",
-            message=f"no relationship types given: the {len(DEFAULT_EDGE_TYPES)} default types were offered",
-        )
+    context.note(
+        "default_types",
+        f"no relationship types given: the {len(DEFAULT_EDGE_TYPES)} default types were offered",
     )
     return episode.model_copy(update={"edge_types": list(DEFAULT_EDGE_TYPES)})
 
@@ -355,12 +359,9 @@ class Reflexion:
             extraction.raw = extraction.raw + extract_call(extraction, missing)
 
     def _missing_facts(self, extraction: Extraction) -> list[str]:
-        inputs = extraction.inputs
         ask = predicting(
             extraction.program.reflect,
-            previous_episodes=inputs["previous_episodes"],
-            episode_content=inputs["episode_content"],
-            entities=inputs["entities"],
+            **extraction.inputs_named("previous_episodes", "episode_content", "entities"),
             extracted_facts=[edge.fact for edge in extraction.raw],
         )
         reply = call_step(STEP_REFLEXION, extraction.context, ask)
@@ -409,12 +410,9 @@ class RetypeByQuestion:
         conflicts = extraction.conflicts
         if not conflicts:
             return
-        inputs = extraction.inputs
         ask = predicting(
             extraction.program.choose_types,
-            relationship_types=inputs["relationship_types"],
-            previous_episodes=inputs["previous_episodes"],
-            episode_content=inputs["episode_content"],
+            **extraction.inputs_named("relationship_types", "previous_episodes", "episode_content"),
             questions=questions(conflicts),
         )
         with reply_schemas(answers_schema(options_of(conflicts))):
@@ -424,44 +422,40 @@ class RetypeByQuestion:
         extraction.edges = dedupe_edges(extraction.edges + retyped, extraction.episode, extraction.context)
 
 
-class QuotedTextCheck:
-    """Edges whose only evidence is quoted, forwarded or fake-instruction text are dropped."""
+@dataclass
+class EdgesStep:
+    """A step whose one job is a new list of clean edges, which `rule` makes from the extraction.
 
-    name = "quoted_text_check"
+    The checks and fills after post-processing are all such steps. Each rule keeps its own module's
+    arguments (its tests and replays call it without an extraction); the step's `rule` says which
+    parts of the extraction it is given.
+    """
 
-    def __call__(self, extraction: Extraction) -> None:
-        extraction.edges = drop_quoted_facts(extraction.edges, extraction.episode, extraction.context)
-
-
-class DatesFromFacts:
-    """A default or missing validAt replaced by the time the fact itself names."""
-
-    name = "fact_dates"
+    name: str
+    rule: Callable[[Extraction], list[Edge]]
 
     def __call__(self, extraction: Extraction) -> None:
-        episode = extraction.episode
-        extraction.edges = dates_from_facts(extraction.edges, episode.reference_time, extraction.context)
+        extraction.edges = self.rule(extraction)
 
 
-class DateGuards:
-    """Dates read from a thing's number, a called-off plan, an ended fact or an end are undone."""
+QUOTED_TEXT_CHECK: Final = EdgesStep(
+    "quoted_text_check", lambda x: drop_quoted_facts(x.edges, x.episode, x.context)
+)
+"""Edges whose only evidence is quoted, forwarded or fake-instruction text are dropped."""
 
-    name = "date_guards"
+DATES_FROM_FACTS: Final = EdgesStep(
+    "fact_dates", lambda x: dates_from_facts(x.edges, x.episode.reference_time, x.context)
+)
+"""A default or missing validAt replaced by the time the fact itself names."""
 
-    def __call__(self, extraction: Extraction) -> None:
-        episode = extraction.episode
-        extraction.edges = guard_dates(
-            extraction.edges, episode.episode_content, episode.reference_time, extraction.context
-        )
+DATE_GUARDS: Final = EdgesStep(
+    "date_guards",
+    lambda x: guard_dates(x.edges, x.episode.episode_content, x.episode.reference_time, x.context),
+)
+"""Dates read from a thing's number, a called-off plan, an ended fact or an end are undone."""
 
-
-class SpeakerNames:
-    """In a labelled transcript, the alias edge from a name to the speaker label it is called by."""
-
-    name = "speaker_names"
-
-    def __call__(self, extraction: Extraction) -> None:
-        extraction.edges = add_speaker_names(extraction.edges, extraction.episode, extraction.context)
+SPEAKER_NAMES: Final = EdgesStep("speaker_names", lambda x: add_speaker_names(x.edges, x.episode, x.context))
+"""In a labelled transcript, the alias edge from a name to the speaker label it is called by."""
 
 
 class Verify:
@@ -478,7 +472,7 @@ class Verify:
             extraction.edges = self._kept(extraction, extraction.edges)
 
     def _kept(self, extraction: Extraction, edges: list[Edge]) -> list[Edge]:
-        context, inputs = extraction.context, extraction.inputs
+        context = extraction.context
         facts = [
             f"{number}. {edge.source_entity_name} -{edge.relationship_type}-> {edge.target_entity_name}: "
             f"{edge.fact}"
@@ -486,8 +480,7 @@ class Verify:
         ]
         ask = predicting(
             extraction.program.verify,
-            previous_episodes=inputs["previous_episodes"],
-            episode_content=inputs["episode_content"],
+            **extraction.inputs_named("previous_episodes", "episode_content"),
             candidate_facts=facts,
         )
         with reply_schemas(verdicts_schema(len(edges))):
@@ -495,69 +488,45 @@ class Verify:
         if reply is None:
             return edges
         verdicts = list(reply.stated or [])
-        if len(verdicts) != len(edges):
-            context.warn(
-                ExtractionWarning(
-                    code="verify_mismatch",
-                    message=f"the precision step answered {len(verdicts)} times for {len(edges)} edges: "
-                    "every edge kept",
-                )
-            )
+        if not one_answer_each(
+            verdicts,
+            len(edges),
+            context,
+            code="verify_mismatch",
+            step="the precision step",
+            items="edges",
+            instead="every edge kept",
+        ):
             return edges
         kept: list[Edge] = []
         for edge, stated in zip(edges, verdicts, strict=True):
             if stated:
                 kept.append(edge)
             else:
-                context.warn(
-                    ExtractionWarning(
-                        code="not_stated",
-                        message="dropped: the precision step found it not stated in the current episode",
-                        edge=edge.to_json_dict(),
-                    )
+                context.note(
+                    "not_stated",
+                    "dropped: the precision step found it not stated in the current episode",
+                    edge,
                 )
         return kept
 
 
-class AttributesPerEdge:
-    """One attribute call per edge whose type declares attributes (the seed's way)."""
+ATTRIBUTES_PER_EDGE: Final = EdgesStep(
+    "attributes_per_edge", lambda x: per_edge(x.program.attributes, x.edges, x.episode, x.context)
+)
+"""One attribute call per edge whose type declares attributes (the seed's way)."""
 
-    name = "attributes_per_edge"
+ATTRIBUTES_PER_EPISODE: Final = EdgesStep(
+    "attributes_per_episode", lambda x: per_episode(x.program.attributes, x.edges, x.episode, x.context)
+)
+"""One attribute call for all of an episode's edges whose types declare attributes."""
 
-    def __call__(self, extraction: Extraction) -> None:
-        program = extraction.program
-        extraction.edges = per_edge(
-            program.attributes, extraction.edges, extraction.episode, extraction.context
-        )
+ATTRIBUTES_FROM_REPLY: Final = EdgesStep(
+    "attributes_from_reply", lambda x: from_reply(x.edges, x.raw, x.episode, x.context)
+)
+"""The attributes the extraction reply wrote, checked and put on the clean edges."""
 
-
-class AttributesPerEpisode:
-    """One attribute call for all of an episode's edges whose types declare attributes."""
-
-    name = "attributes_per_episode"
-
-    def __call__(self, extraction: Extraction) -> None:
-        program = extraction.program
-        extraction.edges = per_episode(
-            program.attributes, extraction.edges, extraction.episode, extraction.context
-        )
-
-
-class AttributesFromReply:
-    """The attributes the extraction reply wrote, checked and put on the clean edges."""
-
-    name = "attributes_from_reply"
-
-    def __call__(self, extraction: Extraction) -> None:
-        extraction.edges = from_reply(
-            extraction.edges, extraction.raw, extraction.episode, extraction.context
-        )
-
-
-class AttributeGrounding:
-    """A text attribute value whose words the episode does not contain is dropped."""
-
-    name = "attribute_grounding"
-
-    def __call__(self, extraction: Extraction) -> None:
-        extraction.edges = ground_attributes(extraction.edges, extraction.episode, extraction.context)
+ATTRIBUTE_GROUNDING: Final = EdgesStep(
+    "attribute_grounding", lambda x: ground_attributes(x.edges, x.episode, x.context)
+)
+"""A text attribute value whose words the episode does not contain is dropped."""

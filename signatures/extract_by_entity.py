@@ -13,7 +13,7 @@ from typing import Final
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.extract_edges import EpisodeInputs, ExtractEdges
 from edgewise.signatures.replies import ExtractedEdge
 
 _FIELDS: Final = ExtractedEdge.model_fields
@@ -48,15 +48,9 @@ _COVERAGE_TASK: Final = """
     """
 
 
-class ExtractEdgesByEntity(dspy.Signature):
+class ExtractEdgesByEntity(EpisodeInputs):
     __doc__ = (ExtractEdges.__doc__ or "") + _COVERAGE_TASK
 
-    relationship_types: dict[str, str] = ExtractEdges.input_fields["relationship_types"]
-    custom_prompt: str = ExtractEdges.input_fields["custom_prompt"]
-    previous_episodes: list[str] = ExtractEdges.input_fields["previous_episodes"]
-    entities: list[dict[str, str]] = ExtractEdges.input_fields["entities"]
-    reference_time: str = ExtractEdges.input_fields["reference_time"]
-    episode_content: str = ExtractEdges.input_fields["episode_content"]
     by_entity: list[EntitySlot] = dspy.OutputField(
         desc="one slot per entity of ENTITIES, in order of first mention in the CURRENT EPISODE"
     )

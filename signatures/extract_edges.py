@@ -17,7 +17,33 @@ from edgewise.signatures.replies import CompactEdge, CompactEdgeTextDates, Extra
 from edgewise.signatures.schema import KEPT_SIGNATURES
 
 
-class ExtractEdges(dspy.Signature):
+class EpisodeInputs(dspy.Signature):
+    """The seed's extraction inputs: the episode, its context, its entities and the types offered.
+
+    Every formulation of the extraction (`ExtractEdges`, `LabelPairs`, `ExtractEdgesByEntity`) reads
+    these same inputs; each subclass adds its reply and its own instructions.
+    """
+
+    # Inputs run from what a user's episodes share to what each one has alone: the request is then a
+    # long common prefix (instructions, demos, types, the conversation so far) that llama-server's
+    # prompt cache computes once, and only the tail is new for each episode.
+    relationship_types: dict[str, str] = dspy.InputField(
+        desc="RELATIONSHIP TYPES: name -> meaning of the most important relationship types"
+    )
+    custom_prompt: str = dspy.InputField(desc="extra instructions from the caller; may be empty")
+    previous_episodes: list[str] = dspy.InputField(
+        desc="PREVIOUS EPISODES, oldest first; only for disambiguating references and continuity"
+    )
+    entities: list[dict[str, str]] = dspy.InputField(
+        desc="ENTITIES: the only names allowed as sourceEntityName and targetEntityName"
+    )
+    reference_time: str = dspy.InputField(
+        desc="REFERENCE_TIME, ISO 8601 (UTC); used to resolve relative time mentions"
+    )
+    episode_content: str = dspy.InputField(desc="CURRENT EPISODE: the text to extract facts from")
+
+
+class ExtractEdges(EpisodeInputs):
     """You are an expert fact extractor that extracts fact triples from text.
     1. Extracted fact triples should also be extracted with relevant date information.
     2. Treat the CURRENT TIME as the time the CURRENT EPISODE was created. All temporal information
@@ -53,23 +79,6 @@ class ExtractEdges(dspy.Signature):
     - If only a year is mentioned, use January 1st at 00:00:00.
     """
 
-    # Inputs run from what a user's episodes share to what each one has alone: the request is then a
-    # long common prefix (instructions, demos, types, the conversation so far) that llama-server's
-    # prompt cache computes once, and only the tail is new for each episode.
-    relationship_types: dict[str, str] = dspy.InputField(
-        desc="RELATIONSHIP TYPES: name -> meaning of the most important relationship types"
-    )
-    custom_prompt: str = dspy.InputField(desc="extra instructions from the caller; may be empty")
-    previous_episodes: list[str] = dspy.InputField(
-        desc="PREVIOUS EPISODES, oldest first; only for disambiguating references and continuity"
-    )
-    entities: list[dict[str, str]] = dspy.InputField(
-        desc="ENTITIES: the only names allowed as sourceEntityName and targetEntityName"
-    )
-    reference_time: str = dspy.InputField(
-        desc="REFERENCE_TIME, ISO 8601 (UTC); used to resolve relative time mentions"
-    )
-    episode_content: str = dspy.InputField(desc="CURRENT EPISODE: the text to extract facts from")
     edges: list[ExtractedEdge] = dspy.OutputField(
         desc="the extracted edges, each fact once; an empty list when the episode states no fact between "
         "two ENTITIES"

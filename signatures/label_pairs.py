@@ -13,7 +13,7 @@ from typing import Final
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgewise.signatures.extract_edges import ExtractEdges
+from edgewise.signatures.extract_edges import EpisodeInputs, ExtractEdges
 
 NO_RELATION: Final = "NONE"
 
@@ -40,14 +40,8 @@ _PAIR_TASK: Final = """
     """
 
 
-class LabelPairs(dspy.Signature):
+class LabelPairs(EpisodeInputs):
     __doc__ = (ExtractEdges.__doc__ or "") + _PAIR_TASK
 
-    relationship_types: dict[str, str] = ExtractEdges.input_fields["relationship_types"]
-    custom_prompt: str = ExtractEdges.input_fields["custom_prompt"]
-    previous_episodes: list[str] = ExtractEdges.input_fields["previous_episodes"]
-    entities: list[dict[str, str]] = ExtractEdges.input_fields["entities"]
-    reference_time: str = ExtractEdges.input_fields["reference_time"]
-    episode_content: str = ExtractEdges.input_fields["episode_content"]
     candidate_pairs: list[str] = dspy.InputField(desc="CANDIDATE PAIRS: 'A | B', one per pair of ENTITIES")
     pairs: list[PairLabel] = dspy.OutputField(desc="one label per candidate pair, in the listed order")

@@ -249,6 +249,10 @@ def test_the_coverage_reply_is_bounded_to_its_slots_and_says_what_it_left_out() 
     assert (
         len(slots) == MAX_SLOTS and slots[:3] == ["P0", "P1", "P2"] and codes(warnings) == ["entities_capped"]
     )
+    assert warnings[0].message == (
+        f"{MAX_SLOTS + 4} entities, {MAX_SLOTS} answered for (the rest are mentioned later in the current "
+        "episode, or not at all)"
+    )
 
 
 def test_the_coverage_program_returns_each_slots_edges_from_its_entity() -> None:
