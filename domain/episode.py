@@ -9,7 +9,7 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import (
     BaseModel,
@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from edgewise.domain.types import CamelModel, EdgeType, EdgeTypeFields, Entity, Text, as_utc
+from edgewise.domain.types import CamelModel, EdgeType, EdgeTypeFields, Entity, EntityType, Text, as_utc
 
 
 def _name_as_entity(value: Any) -> Any:
@@ -45,6 +45,15 @@ def _edge_types_as_list(value: Any) -> Any:
         {"name": name, **spec} if isinstance(spec, dict) else {"name": name, "description": spec}
         for name, spec in value.items()
     ]
+
+
+def _entity_types_as_list(value: Any) -> Any:
+    """Entity types as a list of names, of `{name, description}` objects, or an object name -> description."""
+    if isinstance(value, dict):
+        return [{"name": name, "description": description} for name, description in value.items()]
+    if isinstance(value, list):
+        return [{"name": item} if isinstance(item, str) else item for item in value]
+    return value
 
 
 def _time_text(value: Any) -> Any:
@@ -73,6 +82,14 @@ EdgeTypeList = Annotated[
         | dict[Annotated[str, Field(min_length=1)], str | EdgeTypeFields],
     ),
 ]
+EntityTypeList = Annotated[
+    list[EntityType],
+    BeforeValidator(
+        _entity_types_as_list,
+        json_schema_input_type=list[EntityType | Annotated[str, Field(min_length=1)]]
+        | dict[Annotated[str, Field(min_length=1)], str],
+    ),
+]
 CustomPrompt = Annotated[
     Text, BeforeValidator(lambda value: "" if value is None else value, json_schema_input_type=str | None)
 ]
@@ -80,6 +97,10 @@ ReferenceTime = Annotated[datetime, BeforeValidator(_time_text, json_schema_inpu
 ENTITY_LISTS = ("entities", "nodes")
 """The two names of an episode's entity list: edgewise's own, and the seed's."""
 NO_ENTITIES = "no entities: edges need at least two entities to connect"
+FIND_ENTITIES_HINT = (
+    "or run a program with an entity step, which finds them in the text "
+    "(edgewise extract --find-entities, ProgramOptions(entity_step=True))"
+)
 _CLOSE_MATCH_CUTOFF = 0.7
 
 
@@ -106,7 +127,7 @@ def no_entities_message(field: str, unknown: Iterable[str] = ()) -> str:
         if meant
         else ""
     )
-    return f'{NO_ENTITIES}; give them as "{field}": [{{"name": ...}}, ...]{hint}'
+    return f'{NO_ENTITIES}; give them as "{field}": [{{"name": ...}}, ...]{hint}, {FIND_ENTITIES_HINT}'
 
 
 # A JSON Schema for the two rules between the lists: at least one is non-empty, and not both.
@@ -154,6 +175,14 @@ class Episode(CamelModel):
     reference_time: ReferenceTime
     edge_types: EdgeTypeList = Field(default_factory=list)
     custom_prompt: CustomPrompt = ""
+    entity_types: EntityTypeList = Field(
+        default_factory=list,
+        description="the types an entity step may give the entities it finds (names, or name -> meaning); "
+        "unused when the entities are given",
+    )
+
+    entities_required: ClassVar[bool] = True
+    """An `Episode` must list its entities; a `TextEpisode`, read for a program with an entity step, may not."""
 
     _ignored_fields: tuple[str, ...] = PrivateAttr(default=())
     _entities_field: str = PrivateAttr(default="entities")
@@ -170,7 +199,7 @@ class Episode(CamelModel):
         episode.nodes = None  # read as the entities; never kept beside them
         unknown = _unknown_fields(cls, data)
         field = _entities_given(data)
-        if not episode.entities:
+        if not episode.entities and cls.entities_required:
             error = PydanticCustomError("no_entities", no_entities_message(field, unknown))
             raise ValidationError.from_exception_data(
                 cls.__name__, [InitErrorDetails(type=error, loc=(field,), input=data)]
@@ -203,6 +232,22 @@ class Episode(CamelModel):
 
     def edge_type(self, name: str) -> EdgeType | None:
         return next((t for t in self.edge_types if t.name == name), None)
+
+
+class TextEpisode(Episode):
+    """An episode that may come as text alone: a program with an entity step finds its entities.
+
+    Everything else is `Episode`'s contract; given entities are read, and never replaced, as there.
+    """
+
+    model_config = ConfigDict(json_schema_extra=None)
+
+    entities_required: ClassVar[bool] = False
+
+
+def episode_model(finds_entities: bool) -> type[Episode]:
+    """The input contract of a program: `TextEpisode` when it has an entity step, else `Episode`."""
+    return TextEpisode if finds_entities else Episode
 
 
 LABELED_FIELDS: Final = frozenset({"id", "source", "license", "exhaustive", "edges", "injections"})

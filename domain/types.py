@@ -103,6 +103,14 @@ class EdgeAttribute(CamelModel):
 EntityTypeName = Annotated[Text, Field(min_length=1)]
 
 
+class EntityType(CamelModel):
+    """An entity type an entity step may give an entity it finds, with its meaning (Graphiti's entity
+    types, LlamaIndex's `possible_entities`, LangChain's `allowed_nodes`)."""
+
+    name: EntityTypeName
+    description: Text = ""
+
+
 class EdgeType(CamelModel):
     """A relationship type the caller cares about, with its meaning and optional attributes.
 
@@ -185,6 +193,9 @@ class ExtractionResult(CamelModel):
     warnings: list[ExtractionWarning] = Field(default_factory=list)
     usage: dict[str, StepUsage] = Field(default_factory=dict)
     parse_failures: int = 0
+    entities: list[Entity] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The entities the program's entity step found, which the edges join; absent (not written) when
+    the episode gave its entities, which are never replaced."""
 
     def total_usage(self) -> StepUsage:
         total = StepUsage()

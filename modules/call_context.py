@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from edgewise.domain.types import Edge, ExtractionResult, ExtractionWarning, StepUsage
+from edgewise.domain.types import Edge, Entity, ExtractionResult, ExtractionWarning, StepUsage
 
 PARSE_FAILURE: str = "parse_failure"
 
@@ -57,8 +57,13 @@ class CallContext:
         """Replies that could not be parsed on their retry either (see `modules.calls`)."""
         return sum(1 for warning in self.warnings if warning.code == PARSE_FAILURE)
 
-    def result(self, edges: list[Edge]) -> ExtractionResult:
-        """The extraction's result: `edges` with everything this context recorded."""
+    def result(self, edges: list[Edge], entities: list[Entity] | None = None) -> ExtractionResult:
+        """The extraction's result: `edges` (and the `entities` an entity step found) with everything
+        this context recorded."""
         return ExtractionResult(
-            edges=edges, warnings=self.warnings, usage=self.usage, parse_failures=self.parse_failures
+            edges=edges,
+            warnings=self.warnings,
+            usage=self.usage,
+            parse_failures=self.parse_failures,
+            entities=entities,
         )

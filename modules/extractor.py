@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import dspy
 
-from edgewise.domain.episode import Episode
+from edgewise.domain.episode import Episode, episode_model
 from edgewise.domain.types import ExtractionResult
 from edgewise.modules.attributes import attributes_predictor, extraction_signature
 from edgewise.modules.concurrency import run_concurrently
@@ -37,6 +37,7 @@ from edgewise.modules.steps import (
     ExtractByEntity,
     ExtractEdges,
     Extraction,
+    FindEntities,
     Glean,
     LabelPairs,
     NumberSentences,
@@ -54,6 +55,7 @@ from edgewise.modules.type_signatures import STATE_KEY, TypeSignatures
 from edgewise.signatures.choose_types import ChooseTypes
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import OutputShape, extract_signature, in_seed_order
+from edgewise.signatures.extract_entities import ExtractEntities
 from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs as LabelPairsSignature
@@ -61,10 +63,12 @@ from edgewise.signatures.verify_edges import VerifyEdges
 
 PREDICTOR_NAMES: Final = (
     "extract", "reflect", "attributes", "label_pairs", "by_entity", "glean", "choose_types", "verify",
+    "find_entities",
 )  # fmt: skip
 """The predictors an `EdgeExtractor` may have, as `named_predictors` names them (`label_pairs` only
 with the pairwise formulation, `by_entity` with coverage by entity, `glean` with gleaning,
-`choose_types` with re-typing by question, `verify` with the precision step)."""
+`choose_types` with re-typing by question, `verify` with the precision step, `find_entities` with the
+entity step)."""
 
 
 def _always(options: ProgramOptions) -> bool:
@@ -72,6 +76,7 @@ def _always(options: ProgramOptions) -> bool:
 
 
 STEPS: Final[tuple[tuple[Callable[[ProgramOptions], bool], Step], ...]] = (
+    (lambda o: o.task.entity_step, FindEntities()),
     (lambda o: o.typing.default_types, OfferDefaultTypes()),
     (_always, ShowEpisode()),
     (lambda o: o.task.formulation == "pairs", LabelPairs()),
@@ -160,6 +165,8 @@ class EdgeExtractor(dspy.Module):
             self.choose_types = dspy.Predict(ChooseTypes)
         if options.precision:
             self.verify = dspy.Predict(VerifyEdges)
+        if options.entity_step:
+            self.find_entities = dspy.Predict(ExtractEntities)
 
     @property
     def max_reflexion_rounds(self) -> int:
@@ -181,6 +188,20 @@ class EdgeExtractor(dspy.Module):
     def output_shape(self) -> OutputShape:
         """The reply shape the extraction predictor was built for (fixed: it is in its signature)."""
         return self.options.output_shape
+
+    def with_entity_step(self) -> EdgeExtractor:
+        """This program (a copy: tuned predictors, demos and adapter kept) with the entity step added,
+        so that it also takes episodes that come as text alone; itself when it has the step.
+
+        The new `find_entities` predictor is the signature's own, uncompiled: a compiled program that
+        ships the step tuned carries it in its `program.json` instead.
+        """
+        if self.options.entity_step:
+            return self
+        added = self.deepcopy()
+        added.options = self.options.model_copy(update={"entity_step": True})
+        added.find_entities = dspy.Predict(ExtractEntities)
+        return added
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -226,10 +247,13 @@ class EdgeExtractor(dspy.Module):
         return self
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
-        extraction = Extraction(program=self, episode=as_episode(episode, **fields))
+        read = as_episode(episode, model=episode_model(self.options.entity_step), **fields)
+        extraction = Extraction(program=self, episode=read)
         for step in self.steps:
             step(extraction)
-        return result_prediction(extraction.context.result(extraction.edges))
+            if extraction.done:
+                break
+        return result_prediction(extraction.context.result(extraction.edges, extraction.found))
 
     def extract_many(
         self, episodes: list[Episode | dict[str, Any]], *, workers: int = 4

@@ -64,6 +64,7 @@ class Formulation(_Group):
     fact_span: bool = False
     output_shape: OutputShape = "seed"
     max_reflexion_rounds: int = 0
+    entity_step: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -170,6 +171,7 @@ FLAT_NAMES: Final[dict[str, tuple[str, str]]] = {
     "max_reflexion_rounds": ("task", "max_reflexion_rounds"),
     "output_shape": ("task", "output_shape"),
     "closed_types": ("typing", "closed_types"),
+    "entity_step": ("task", "entity_step"),
 }
 """Each option's flat name (a manifest's, the optimizer's, a keyword's) -> its group and its name there,
 in the order `model_dump` writes them (the order manifests have always listed them in)."""
@@ -223,6 +225,10 @@ class ProgramOptions(BaseModel):
     - `speaker_marks`: the extraction is asked who states each edge, and each reply edge carries a
       `statedBy` mark (`speaker` or `quoted`); the edges marked `quoted` are dropped, with a warning
       (`modules.speaker_marks`). The edges formulation's seed reply shape, without a fact span.
+
+    - `entity_step`: an episode that comes without entities is first shown to the entity step
+      (`signatures.extract_entities`), which finds them in the text; given entities are never replaced.
+      Without it, such an episode is refused with a message that says so.
 
     The task settings `max_reflexion_rounds` (extra turns asking what was missed), `output_shape` (the
     reply the model writes; results always have the seed's shape) and `closed_types` (the episode's
@@ -315,6 +321,7 @@ class ProgramOptions(BaseModel):
             + int(self.typing.retype == "ask")
             + int(self.checks.precision)
             + int(self.attribute_filling.formulation == "per-episode")
+            + int(self.task.entity_step)
         )
 
     # Each option read by its flat name (`FLAT_NAMES`), as callers and tests always have.
@@ -357,6 +364,10 @@ class ProgramOptions(BaseModel):
     @property
     def sample_temperature(self) -> float:
         return self.sampling.temperature
+
+    @property
+    def entity_step(self) -> bool:
+        return self.task.entity_step
 
     @property
     def fact_span(self) -> bool:

@@ -11,13 +11,22 @@ from edgewise.domain.episode import Episode
 from edgewise.domain.types import ExtractionResult
 
 
-def as_episode(episode: Episode | dict[str, Any] | None = None, **fields: Any) -> Episode:
-    """Accept an `Episode`, its JSON dict, or its fields as keywords."""
+def as_episode(
+    episode: Episode | dict[str, Any] | None = None, *, model: type[Episode] = Episode, **fields: Any
+) -> Episode:
+    """Accept an `Episode`, its JSON dict, or its fields as keywords, read by `model` (the program's
+    input contract: `TextEpisode` for a program with an entity step).
+
+    An episode without entities given to a program that needs them is read again by `model`, so it
+    is refused with the message the input contract gives.
+    """
     if isinstance(episode, Episode):
-        return episode
+        if episode.entities or not model.entities_required:
+            return episode
+        episode = episode.model_dump(by_alias=True)
     if episode is not None:
-        return Episode.model_validate(episode)
-    return Episode.model_validate(fields)
+        return model.model_validate(episode)
+    return model.model_validate(fields)
 
 
 def result_prediction(result: ExtractionResult) -> dspy.Prediction:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import dspy
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.types import Edge
+from edgewise.domain.types import Edge, Entity, format_utc
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import from_reply, in_reply_schema, per_edge, per_episode
 from edgewise.modules.call_context import CallContext
@@ -27,6 +27,7 @@ from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
 from edgewise.modules.default_vocabulary import DEFAULT_EDGE_TYPES
+from edgewise.modules.entities import entity_type_inputs, found_entities
 from edgewise.modules.fact_dates import dates_from_facts
 from edgewise.modules.gleaning import ContinuationAdapter, exclusion_schema, written_triples
 from edgewise.modules.pairs import candidate_pairs, pair_edges, pair_reply_schema
@@ -58,6 +59,7 @@ STEP_PAIRS: Final = "pairs"
 STEP_VERIFY: Final = "verify"
 STEP_GLEAN: Final = "glean"
 STEP_RETYPE: Final = "retype"
+STEP_ENTITIES: Final = "entities"
 """The usage keys of the steps that call the model (`ExtractionResult.usage`), with
 `modules.attributes.STEP_ATTRIBUTES`."""
 
@@ -86,6 +88,10 @@ class Extraction:
     raw: list[ExtractedEdge] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     conflicts: list[Conflict] | None = None
+    found: list[Entity] | None = None
+    """The entities the entity step found (None: the episode gave its own)."""
+    done: bool = False
+    """Set by a step after which nothing is left to do (an entity step that found too few entities)."""
 
     @property
     def options(self) -> ProgramOptions:
@@ -152,6 +158,45 @@ class OfferDefaultTypes:
     def __call__(self, extraction: Extraction) -> None:
         if not extraction.episode.edge_types:
             extraction.episode = with_default_types(extraction.episode, extraction.context)
+
+
+class FindEntities:
+    """The entity step: an episode that came without entities has them found in its text first.
+
+    Given entities are never replaced: with them, the step makes no call. With fewer than two found,
+    no edge can join them, and the extraction ends with no edges and no further call.
+    """
+
+    name = "find_entities"
+
+    def __call__(self, extraction: Extraction) -> None:
+        episode = extraction.episode
+        if episode.entities:
+            return
+        types = entity_type_inputs(episode)
+        inputs = {
+            "entity_types": types,
+            "custom_prompt": episode.custom_prompt,
+            "previous_episodes": list(episode.previous_episodes),
+            "reference_time": format_utc(episode.reference_time),
+            "episode_content": episode.episode_content,
+        }
+        declared = [entity_type.name for entity_type in episode.entity_types]
+        schemas: ReplySchemas = {}
+        if declared:
+            schemas[("entities", "type")] = {
+                "anyOf": [{"type": "string", "enum": declared}, {"type": "null"}]
+            }
+        with reply_schemas(schemas):
+            prediction = call_step(
+                STEP_ENTITIES, extraction.context, predicting(extraction.program.find_entities, **inputs)
+            )
+        found = found_entities(
+            prediction.entities if prediction is not None else [], declared, extraction.context
+        )
+        extraction.found = found
+        extraction.episode = episode.model_copy(update={"entities": found})
+        extraction.done = len(found) < 2
 
 
 class ShowEpisode:

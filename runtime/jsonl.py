@@ -67,8 +67,11 @@ def validation_error(source: str, line: int | None, error: ValidationError) -> I
     return InputError(source, line, field_path(tuple(first["loc"])) or None, first["msg"])
 
 
-def parse_episode_line(raw: bytes, line: int | None, source: str) -> InputLine:
-    """Decode, parse and validate one line; never raises."""
+def parse_episode_line(
+    raw: bytes, line: int | None, source: str, *, model: type[Episode] = Episode
+) -> InputLine:
+    """Decode, parse and validate one line (by `model`: `TextEpisode` for a program with an entity
+    step); never raises."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -81,10 +84,12 @@ def parse_episode_line(raw: bytes, line: int | None, source: str) -> InputLine:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:
         return InputLine(line, None, None, InputError(source, line, None, f"not valid JSON: {error}"))
-    return parse_episode_object(data, line, source)
+    return parse_episode_object(data, line, source, model=model)
 
 
-def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
+def parse_episode_object(
+    data: Any, line: int | None, source: str, *, model: type[Episode] = Episode
+) -> InputLine:
     """Validate one decoded line (or a table row as a dict) into an episode or an input error; never raises.
 
     `line` is None for a row that has no position in a file (a Ray dataset row without a line column).
@@ -97,7 +102,7 @@ def parse_episode_object(data: Any, line: int | None, source: str) -> InputLine:
         return InputLine(line, None, None, InputError(source, line, "id", "expected a string or a number"))
     line_id = None if raw_id is None else str(raw_id)
     try:
-        episode = Episode.model_validate({key: value for key, value in data.items() if key != "id"})
+        episode = model.model_validate({key: value for key, value in data.items() if key != "id"})
     except ValidationError as error:
         return InputLine(line, line_id, None, validation_error(source, line, error))
     except RecursionError:
@@ -125,11 +130,14 @@ def input_line_id(raw: bytes) -> str | None:
     return None if raw_id is None or not _valid_id(raw_id) else str(raw_id)
 
 
-def read_episode_lines(stream: IO[bytes], source: str, *, first_line: int = 1) -> Iterator[InputLine]:
+def read_episode_lines(
+    stream: IO[bytes], source: str, *, first_line: int = 1, model: type[Episode] = Episode
+) -> Iterator[InputLine]:
     """Parse each line of `stream`, numbered from `first_line`: a resumed run has already read the
-    lines before it from the stream (`resume_point`), so that stdin is read once."""
+    lines before it from the stream (`resume_point`), so that stdin is read once. `model` is the
+    program's input contract (`domain.episode.episode_model`)."""
     for number, raw in enumerate(stream, start=first_line):
-        yield parse_episode_line(raw.rstrip(b"\r\n"), number, source)
+        yield parse_episode_line(raw.rstrip(b"\r\n"), number, source, model=model)
 
 
 def result_record(item: InputLine, result: ExtractionResult) -> dict[str, Any]:
