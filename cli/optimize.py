@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -306,27 +307,17 @@ def manifest_model(config: LMConfig) -> str:
 
 
 def settings_from_args(args: argparse.Namespace) -> OptimizeSettings:
-    """The run's settings from the flags (checked here, before any model is opened)."""
-    return OptimizeSettings(
-        optimizer=args.optimizer,
-        auto=args.auto,
-        seed=args.seed,
-        max_demos=args.max_demos,
-        budget=args.budget,
-        reflexion_rounds=args.reflexion_rounds,
-        closed_types=not args.open_types,
-        output_shape=args.output_shape,
-        gold_demos=args.gold_demos,
-        demo_tokens=args.demo_tokens,
-        minibatch_size=args.minibatch_size,
-        workers=args.workers,
-        candidates=args.candidates,
-        trials=args.trials,
-        demo_threshold=args.demo_threshold,
-        log_dir=args.log_dir,
-        dev_size=args.dev_size,
-        levers=args.levers,
-    )
+    """The run's settings from the flags (checked here, before any model is opened).
+
+    Each setting has the flag of its name (`--max-demos` sets `max_demos`), so a setting added without
+    one fails here rather than running on its default; `closed_types` is the one `--open-types` turns off.
+    """
+    named = {
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(OptimizeSettings)
+        if field.name != "closed_types"
+    }
+    return OptimizeSettings(**named, closed_types=not args.open_types)
 
 
 def finetune_settings_from_args(args: argparse.Namespace) -> FinetuneSettings:

@@ -63,6 +63,21 @@ LMFactory = Callable[[LMConfig], AbstractContextManager[dspy.BaseLM]]
 _ERROR_MESSAGE_CHARS: Final[int] = 500
 """A provider error can carry a whole HTTP body; the report keeps its start."""
 
+_SCORE_NUMBERS: Final = (
+    "n_gold",
+    "n_predicted",
+    "tp",
+    "fp",
+    "fn",
+    "f1",
+    "attribute_right",
+    "attribute_total",
+    "attribute_values",
+    "attribute_supported",
+)
+"""What an episode's `EpisodeRun` keeps of its `EpisodeScore`, under the same names (the records of
+its mistakes go to the episode log)."""
+
 
 class BenchInterrupted(KeyboardInterrupt):
     """Ctrl-C during a bench, after the finished episodes were written; `report` holds them (partial)."""
@@ -161,22 +176,10 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         status="failed" if outcome.error is not None else "ok",
         error=message,
         latency_s=outcome.latency_s,
-        calls=outcome.usage.calls,
-        prompt_tokens=outcome.usage.prompt_tokens,
-        completion_tokens=outcome.usage.completion_tokens,
-        cached_prompt_tokens=outcome.usage.cached_prompt_tokens,
+        **outcome.usage.model_dump(),  # calls and tokens, under `StepUsage`'s names
         parse_failures=result.parse_failures if result is not None else 0,
         warnings=len(result.warnings) if result is not None else 0,
-        n_gold=score.n_gold,
-        n_predicted=score.n_predicted,
-        tp=score.tp,
-        fp=score.fp,
-        fn=score.fn,
-        f1=score.f1,
-        attribute_right=score.attribute_right,
-        attribute_total=score.attribute_total,
-        attribute_values=score.attribute_values,
-        attribute_supported=score.attribute_supported,
+        **{name: getattr(score, name) for name in _SCORE_NUMBERS},
         alias_aware=alias_aware,
         injections=injected.injections,
         injected_edges=injected.injected_edges,

@@ -95,13 +95,8 @@ class InjectionSummary(BaseModel):
 
     @classmethod
     def of(cls, rate: InjectionRate) -> InjectionSummary:
-        return cls(
-            episodes=rate.episodes,
-            injections=rate.injections,
-            injected_edges=rate.injected_edges,
-            rate=rate.rate,
-            ci95=rate.ci95,
-        )
+        """The summary of `rate`, whose fields it has under the same names; `comparison` is `compare_to_baseline`'s to set."""
+        return cls(**rate._asdict())
 
 
 class Comparison(BaseModel):

@@ -344,33 +344,34 @@ def score_episode(gold: LabeledEpisode, predicted: Sequence[Edge]) -> EpisodeSco
 # --------------------------------------------------------------------------------------------------
 
 
+_SUMMED: Final = (
+    "tp",
+    "fp",
+    "fn",
+    "pair_tp",
+    "pair_fp",
+    "pair_fn",
+    "valid_at_right",
+    "invalid_at_right",
+    "attribute_right",
+    "attribute_total",
+    "attribute_values",
+    "attribute_supported",
+    "attribute_gold_values",
+)
+"""The counts `_Totals` sums, under the names `EpisodeScore` and `SplitScore` give them."""
+
+
 class _Totals:
     """Running sums for one source, or for the split once the sources are merged.
 
     Counts live in slots updated in place: `aggregate` adds every episode once, so the per-episode
-    cost is a handful of integer additions. The slots carry `EpisodeScore`'s names, so that a source's
-    totals add into the split's the way an episode's counts add into a source's.
+    cost is a handful of integer additions (written out in `add`, not looped over `_SUMMED`). The
+    slots carry `EpisodeScore`'s names, so that a source's totals add into the split's the way an
+    episode's counts add into a source's.
     """
 
-    __slots__ = (
-        "attribute_gold_values",
-        "attribute_right",
-        "attribute_supported",
-        "attribute_total",
-        "attribute_values",
-        "f1_sum",
-        "fn",
-        "fp",
-        "invalid_at_right",
-        "n",
-        "pair_f1_sum",
-        "pair_fn",
-        "pair_fp",
-        "pair_tp",
-        "per_type",
-        "tp",
-        "valid_at_right",
-    )
+    __slots__ = ("f1_sum", "n", "pair_f1_sum", "per_type", *_SUMMED)
 
     def __init__(self) -> None:
         self.n = self.tp = self.fp = self.fn = self.pair_tp = self.pair_fp = self.pair_fn = 0
@@ -402,21 +403,9 @@ class _Totals:
         n = self.n
         return SplitScore(
             episodes=n,
-            tp=self.tp,
-            fp=self.fp,
-            fn=self.fn,
+            **{name: getattr(self, name) for name in _SUMMED},
             edge_f1_macro=self.f1_sum / n if n else 1.0,
-            pair_tp=self.pair_tp,
-            pair_fp=self.pair_fp,
-            pair_fn=self.pair_fn,
             pair_f1_macro=self.pair_f1_sum / n if n else 1.0,
-            valid_at_right=self.valid_at_right,
-            invalid_at_right=self.invalid_at_right,
-            attribute_right=self.attribute_right,
-            attribute_total=self.attribute_total,
-            attribute_values=self.attribute_values,
-            attribute_supported=self.attribute_supported,
-            attribute_gold_values=self.attribute_gold_values,
             per_source=per_source,
             per_type={name: Counts(tp=c[0], fp=c[1], fn=c[2]) for name, c in sorted(self.per_type.items())},
         )

@@ -13,6 +13,7 @@ from edgewise.domain.gold import GoldEdge, LabeledEpisode
 from edgewise.domain.types import Edge, EdgeType, Entity
 from edgewise.eval import (
     EpisodeScore,
+    SplitScore,
     aggregate,
     bootstrap_ci,
     edge_metric,
@@ -445,6 +446,28 @@ def test_aggregate_micro_macro_and_breakdowns() -> None:
     assert types == {"LIVES_IN": (1, 0, 0), "OWNS": (0, 1, 0), "WORKS_AT": (2, 0, 1)}
     assert split.per_type["WORKS_AT"].f1 == pytest.approx(0.8)
     assert split.model_dump()["per_type"]["OWNS"]["precision"] == 0.0
+
+
+SUMMED_COUNTS = tuple(
+    name for name in SplitScore.model_fields if name in EpisodeScore.model_fields and name != "per_type"
+)
+"""The counts an episode and a split both name: a split's is the sum of its episodes'."""
+
+
+def test_aggregate_sums_every_count_per_source_and_over_the_split() -> None:
+    """Every count lands in the split under its own name: each count has its own value, so a count
+    dropped, or read from another's slot, shows."""
+
+    def counted(source: str, scale: int) -> EpisodeScore:
+        counts = {name: scale * (position + 1) for position, name in enumerate(SUMMED_COUNTS)}
+        return EpisodeScore(episode_id=f"{source}-{scale}", source=source, n_gold=0, n_predicted=0, **counts)
+
+    split = aggregate([counted("news", 1), counted("wiki", 10), counted("news", 100)])
+    for position, name in enumerate(SUMMED_COUNTS):
+        assert getattr(split, name) == 111 * (position + 1), name
+        assert getattr(split.per_source["news"], name) == 101 * (position + 1), name
+        assert getattr(split.per_source["wiki"], name) == 10 * (position + 1), name
+    assert (split.episodes, split.per_source["news"].episodes) == (3, 2)
 
 
 def test_aggregate_of_nothing_is_vacuous() -> None:

@@ -378,6 +378,35 @@ def test_the_command_line_defaults_are_the_settings_defaults():
     assert f"(default {own['bootstrap']}, so {own['bootstrap'] + 1} candidates" in helps["candidates"]
 
 
+def test_every_setting_comes_from_its_flag():
+    """Each flag off its default reaches its own setting; none is left at the default or crossed."""
+    import dataclasses
+
+    from edgewise.cli.optimize import settings_from_args
+    from edgewise.optimize import DEFAULTS
+
+    args = build_parser().parse_args([
+        "optimize", "--out", "runs/prog", "--optimizer", "mipro", "--auto", "heavy", "--seed", "3",
+        "--max-demos", "2", "--budget", "50", "--reflexion-rounds", "2", "--open-types",
+        "--output-shape", "compact", "--gold-demos", "1", "--demo-tokens", "900", "--minibatch-size", "5",
+        "--workers", "3", "--candidates", "4", "--trials", "8", "--demo-threshold", "0.7",
+        "--log-dir", "runs/log", "--dev-size", "9", "--levers", "gleaning",
+    ])  # fmt: skip
+    settings = settings_from_args(args)
+    assert settings == OptimizeSettings(
+        optimizer="mipro", auto="heavy", seed=3, max_demos=2, budget=50, reflexion_rounds=2,
+        closed_types=False, output_shape="compact", gold_demos=1, demo_tokens=900, minibatch_size=5,
+        workers=3, candidates=4, trials=8, demo_threshold=0.7, log_dir=Path("runs/log"), dev_size=9,
+        levers=("gleaning",),
+    )  # fmt: skip
+    unchanged = [
+        field.name
+        for field in dataclasses.fields(OptimizeSettings)
+        if getattr(settings, field.name) == getattr(DEFAULTS, field.name)
+    ]
+    assert unchanged == []
+
+
 # --------------------------------------------------------------------------------------------------
 # The production API on a loaded program
 # --------------------------------------------------------------------------------------------------
