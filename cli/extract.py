@@ -23,6 +23,7 @@ from edgewise.cli.options import (
 )
 from edgewise.domain.errors import UsageError
 from edgewise.domain.file_types import FileEntityTypes
+from edgewise.modules.program_io import input_model
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
@@ -106,6 +107,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="rounds of missed-fact review (default: the program's own, 0 for default). Example: --reflexion-rounds 1",
     )
     add_open_types_argument(parser)
+    parser.add_argument(
+        "--find-entities",
+        action="store_true",
+        help="add the entity step to the program: a line without entities has them found in its text "
+        "first (given entities are kept as they are); entityTypes, when a line has them, are the types "
+        "the step may give. Without it such a line is an input error. Example: --find-entities",
+    )
     parser.add_argument(
         "--workers",
         type=at_least(1),
@@ -207,7 +215,13 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     if config.cache:
         use_reply_cache()
     choice = choose_program(args.baseline or args.program, config.model)
-    program = resolve_program(choice.name, reflexion_rounds=args.reflexion_rounds, open_types=args.open_types)
+    program = resolve_program(
+        choice.name,
+        reflexion_rounds=args.reflexion_rounds,
+        open_types=args.open_types,
+        find_entities=args.find_entities,
+    )
+    model = input_model(program)
     config = config.model_copy(update={"lora_adapter": program_adapter(program, config.model)})
     started = time.monotonic()
     summary = BatchSummary()
@@ -220,7 +234,7 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         # The model is ready: from here on the run has started and the output may change.
         # A resumed run reads the input lines its kept output answers while checking them (stdin too).
         resumed = (
-            claimed.begin(resume=args.resume, answered=stream_in, source=source)
+            claimed.begin(resume=args.resume, answered=stream_in, source=source, model=model)
             if claimed
             else ResumePoint(0, Counter())
         )
@@ -246,7 +260,8 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
         if claimed and resumed.retry:  # the kept error lines first, put in place all at once
             claimed.replace_lines({done.item.line: done.record for done in run_lines(resumed.retry)})
         stream_out = claimed.stream if claimed else getattr(results_stream, "buffer", results_stream)
-        for done in run_lines(read_episode_lines(stream_in, source, first_line=resumed.lines + 1)):
+        lines = read_episode_lines(stream_in, source, first_line=resumed.lines + 1, model=model)
+        for done in run_lines(lines):
             write_record(stream_out, done.record)
     summary.wall_s = time.monotonic() - started
     report_summary(summary, summary_json=args.summary_json, notes=types.report(source))

@@ -43,6 +43,7 @@ def run_ray(args: argparse.Namespace) -> int:
         episode_timeout_s=args.episode_timeout,
         reflexion_rounds=args.reflexion_rounds,
         open_types=args.open_types,
+        find_entities=args.find_entities,
         progress=not args.no_progress,
         summary_json=args.summary_json,
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import dspy
 
-from edgewise.domain.episode import Episode
+from edgewise.domain.episode import Episode, episode_model
 from edgewise.domain.types import ExtractionResult
 
 
@@ -27,6 +27,13 @@ def as_episode(
     if episode is not None:
         return model.model_validate(episode)
     return model.model_validate(fields)
+
+
+def input_model(program: Any) -> type[Episode]:
+    """The input contract of `program`: `TextEpisode` when it has an entity step, else `Episode` (the
+    seed prompt and Graphiti's prompt have none)."""
+    options = getattr(program, "options", None)
+    return episode_model(bool(getattr(options, "entity_step", False)))
 
 
 def result_prediction(result: ExtractionResult) -> dspy.Prediction:

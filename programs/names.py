@@ -23,6 +23,7 @@ from typing import Final, NamedTuple
 
 import dspy
 
+from edgewise.domain.errors import UsageError
 from edgewise.local.local_models import LocalModelError, is_local_model, resolve_local_model
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
@@ -82,13 +83,24 @@ def choose_program(spec: str | None, model: str) -> ProgramChoice:
 
 
 def resolve_program(
-    spec: str, *, reflexion_rounds: int | None = None, open_types: bool = False
+    spec: str, *, reflexion_rounds: int | None = None, open_types: bool = False, find_entities: bool = False
 ) -> dspy.Module:
     """A ready program for `spec`; `reflexion_rounds` overrides the program's own setting when given.
 
     `open_types` lets an `EdgeExtractor` write relationship types outside the episode's list (the seed
-    prompts always may: they are the verbatim baseline).
+    prompts always may: they are the verbatim baseline). `find_entities` adds the entity step
+    (`EdgeExtractor.with_entity_step`), so that episodes may come as text alone; the seed prompts and
+    Graphiti's prompt have none, and refuse it.
     """
+    program = _resolved(spec, reflexion_rounds=reflexion_rounds, open_types=open_types)
+    if not find_entities:
+        return program
+    if not isinstance(program, EdgeExtractor):
+        raise UsageError(f"program {spec!r} has no entity step; find entities with an edgewise program")
+    return program.with_entity_step()
+
+
+def _resolved(spec: str, *, reflexion_rounds: int | None, open_types: bool) -> dspy.Module:
     rounds = reflexion_rounds or 0
     if spec == "seed":
         return SeedPromptExtractor(structured=False, max_reflexion_rounds=rounds)

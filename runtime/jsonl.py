@@ -213,7 +213,13 @@ def _shown_id(value: Any) -> str:
     return "id " + repr(text if len(text) <= _SHOWN_ID_CHARS else text[:_SHOWN_ID_CHARS] + "...")
 
 
-def resume_point(path: Path, answered: IO[bytes] | None = None, source: str = "the input") -> ResumePoint:
+def resume_point(
+    path: Path,
+    answered: IO[bytes] | None = None,
+    source: str = "the input",
+    *,
+    model: type[Episode] = Episode,
+) -> ResumePoint:
     """How many output lines are complete; a cut last line is removed so appending stays valid JSONL.
 
     Only the last line can be cut by a kill. A broken line before it, or a line whose "line" field is
@@ -246,7 +252,7 @@ def resume_point(path: Path, answered: IO[bytes] | None = None, source: str = "t
             if isinstance(record.get("error"), dict):
                 reason = str(record["error"].get("reason"))
                 if raw_input is not None and retryable(reason):
-                    retry.append(parse_episode_line(raw_input.rstrip(b"\r\n"), count, source))
+                    retry.append(parse_episode_line(raw_input.rstrip(b"\r\n"), count, source, model=model))
                 else:
                     failed[reason] += 1
             keep += len(raw)
@@ -348,15 +354,21 @@ class ClaimedOutput:
             ) from None
 
     def begin(
-        self, *, resume: bool, answered: IO[bytes] | None = None, source: str = "the input"
+        self,
+        *,
+        resume: bool,
+        answered: IO[bytes] | None = None,
+        source: str = "the input",
+        model: type[Episode] = Episode,
     ) -> ResumePoint:
         """The run has started: keep the complete lines (`resume`) or empty the file.
 
         When resuming with `answered` (the input, at its start), the kept lines must answer its first
         lines, which are read from it (see `resume_point`); the run reads on from the next line.
+        `model` reads the lines run again (the program's input contract).
         """
         if resume:
-            point = resume_point(self.path, answered, source)
+            point = resume_point(self.path, answered, source, model=model)
         else:
             os.ftruncate(self.stream.fileno(), 0)
             point = ResumePoint(0, Counter())

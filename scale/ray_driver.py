@@ -143,6 +143,7 @@ def extract_files(
     episode_timeout_s: float | None = None,
     reflexion_rounds: int | None = None,
     open_types: bool = False,
+    find_entities: bool = False,
     progress: bool = False,
     summary_json: Path | str | None = None,
 ) -> BatchSummary:
@@ -156,6 +157,7 @@ def extract_files(
     each actor runs `workers` episodes at once. `address` joins a Ray cluster; without it a Ray this
     process already runs is used, else a local one is started and stopped after. `resume` continues
     a stopped run as `--resume` does; `summary_json` also writes the summary there as JSON.
+    `find_entities` adds the entity step to a program given by name (`--find-entities`).
     """
     input_path, output_path = Path(input_path), Path(output_path)
     check_paths(input_path, output_path)
@@ -168,7 +170,7 @@ def extract_files(
     stage_config = config.model_copy(update={"api_key": None, "api_base": bases[0] if bases else None})
     ray_stage.check_settings(stage_config, concurrency=actors, workers=workers, api_bases=bases)
     resolved, choice = ray_stage.resolve_once(
-        program, config, reflexion_rounds=reflexion_rounds, open_types=open_types
+        program, config, reflexion_rounds=reflexion_rounds, open_types=open_types, find_entities=find_entities
     )
     notice = choice.notice() if choice else f"program {type(resolved).__name__} (a program object)"
     # A chunk of input is one batch of one actor: the unit Ray hands out, retries and returns.

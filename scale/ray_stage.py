@@ -45,6 +45,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 from edgewise.domain.errors import UsageError
+from edgewise.modules.program_io import input_model
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.programs.names import ProgramChoice, choose_program, resolve_program
 from edgewise.runtime.episode_runner import LineRecord, extract_records
@@ -88,27 +89,30 @@ def resolve_once(
     *,
     reflexion_rounds: int | None = None,
     open_types: bool = False,
+    find_entities: bool = False,
 ) -> tuple[dspy.Module, ProgramChoice | None]:
     """The program the actors run, resolved here once, and the choice behind a name (None for an object).
 
     A name or folder is resolved as `edgewise extract --program` resolves it (left out: the program
-    `choose_program` picks for `lm`'s model). A program object is taken as it is: `reflexion_rounds`
-    and `open_types` apply to a name only, so with an object they are refused (set them on the object
+    `choose_program` picks for `lm`'s model). A program object is taken as it is: `reflexion_rounds`,
+    `open_types` and `find_entities` apply to a name only, so with an object they are refused (set them on the object
     instead). A program that needs a LoRA adapter
     is refused here (`ArtifactError`, from `program_adapter`): the adapter runs only on the local model
     edgewise starts, which Ray actors never do.
     """
     choice = None
     if isinstance(program, dspy.Module):
-        if reflexion_rounds is not None or open_types:
+        if reflexion_rounds is not None or open_types or find_entities:
             raise UsageError(
-                "reflexion_rounds and open_types apply when the program is resolved from a name; "
-                "set them on the program object instead"
+                "reflexion_rounds, open_types and find_entities apply when the program is resolved from "
+                "a name; set them on the program object instead (program.with_entity_step())"
             )
         resolved = program
     else:
         choice = choose_program(program, lm.model)
-        resolved = resolve_program(choice.name, reflexion_rounds=reflexion_rounds, open_types=open_types)
+        resolved = resolve_program(
+            choice.name, reflexion_rounds=reflexion_rounds, open_types=open_types, find_entities=find_entities
+        )
     program_adapter(resolved, lm.model)
     return resolved, choice
 
@@ -169,7 +173,8 @@ class EpisodeStage:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = batch.to_pylist()
-        items = [input_line(row) for row in rows]
+        model = input_model(self.program)
+        items = [input_line(row, model=model) for row in rows]
         with lm_context(self.lm):
             done = list(
                 extract_records(
@@ -236,6 +241,7 @@ def extract(
     episode_timeout_s: float | None = None,
     reflexion_rounds: int | None = None,
     open_types: bool = False,
+    find_entities: bool = False,
     batch_size: int | None = None,
     num_cpus: float = DEFAULT_ACTOR_CPUS,
 ) -> ray.data.Dataset:
@@ -262,7 +268,9 @@ def extract(
     """
     config = lm or LMConfig.from_env()
     check_settings(config, concurrency=concurrency, workers=workers, api_bases=api_bases)
-    resolved, _ = resolve_once(program, config, reflexion_rounds=reflexion_rounds, open_types=open_types)
+    resolved, _ = resolve_once(
+        program, config, reflexion_rounds=reflexion_rounds, open_types=open_types, find_entities=find_entities
+    )
     bases = list(api_bases)
     # What every actor is constructed with (what Ray serializes): the program and settings, never a key.
     arguments = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from edgewise.domain.episode import Episode
 from edgewise.runtime.jsonl import InputLine, parse_episode_line, parse_episode_object
 
 # Input columns the stage reads besides the episode's own fields.
@@ -17,19 +18,21 @@ SOURCE_COLUMN: Final = "source"  # the file the row came from (kept in the recor
 DEFAULT_SOURCE: Final = "<dataset>"
 
 
-def input_line(row: dict[str, Any]) -> InputLine:
+def input_line(row: dict[str, Any], *, model: type[Episode] = Episode) -> InputLine:
     """A dataset row as the input line `edgewise extract` would read: a raw JSONL line, or the episode's columns.
 
-    A null column is an absent field (a Parquet table has a value or a null in every column).
+    A null column is an absent field (a Parquet table has a value or a null in every column). `model`
+    is the program's input contract (`TextEpisode` for a program with an entity step).
     """
     line = row.get(LINE_COLUMN)
     source = row.get(SOURCE_COLUMN) or DEFAULT_SOURCE
     if RAW_COLUMN in row:
         raw = row[RAW_COLUMN]
-        return parse_episode_line(raw.encode("utf-8") if isinstance(raw, str) else raw or b"", line, source)
+        encoded = raw.encode("utf-8") if isinstance(raw, str) else raw or b""
+        return parse_episode_line(encoded, line, source, model=model)
     fields = {
         key: value
         for key, value in row.items()
         if key not in (LINE_COLUMN, SOURCE_COLUMN) and value is not None
     }
-    return parse_episode_object(fields, line, source)
+    return parse_episode_object(fields, line, source, model=model)

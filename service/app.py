@@ -25,14 +25,15 @@ from pydantic import TypeAdapter, ValidationError
 from edgewise.domain.episode import Episode
 from edgewise.domain.errors import MissingExtraError, UsageError, reason_of_status
 from edgewise.domain.types import ExtractionResult
+from edgewise.modules.program_io import input_model
 from edgewise.runtime.episode_fields import input_warnings
 from edgewise.service.bodies import (
     BatchRequest,
     BatchResponse,
     Health,
-    RequestEpisode,
     documented_limits,
     entity_limit,
+    request_episode,
 )
 from edgewise.service.errors import (
     ErrorBody,
@@ -167,7 +168,9 @@ def create_app(
     )
     _answer_errors_in_one_shape(app)
     extract_one = partial(_extract_one, runner, max_entities=max_entities)
-    _add_extract_routes(app, extract_one, max_batch=max_batch, bearer=api_token is not None)
+    _add_extract_routes(
+        app, extract_one, max_batch=max_batch, bearer=api_token is not None, model=input_model(program)
+    )
 
     @app.get(
         "/healthz",
@@ -256,23 +259,33 @@ async def _extract_one(runner: ProgramRunner, episode: Episode, *, max_entities:
     return result
 
 
-_REQUEST_EPISODE: Final = TypeAdapter(RequestEpisode)
-
-
 def _add_extract_routes(
-    app: FastAPI, extract_one: Callable[[Episode], Any], *, max_batch: int, bearer: bool
+    app: FastAPI,
+    extract_one: Callable[[Episode], Any],
+    *,
+    max_batch: int,
+    bearer: bool,
+    model: type[Episode] = Episode,
 ) -> None:
-    """The /v1/ routes: each documents the bearer scheme (the guard checks it) and the error bodies."""
+    """The /v1/ routes: each documents the bearer scheme (the guard checks it) and the error bodies.
+
+    `model` is the program's input contract: with an entity step a request may leave out its entities.
+    """
+    body_type = request_episode(model)
+    read_item = TypeAdapter(body_type)
     responses: dict[int | str, dict[str, Any]] = {
         status: {"model": ErrorResponse, "description": description} for status, description in ERROR_STATUSES
     }
     dependencies = [Depends(HTTPBearer(auto_error=False))] if bearer else []
     post_v1 = partial(app.post, responses=responses, dependencies=dependencies)
 
-    @post_v1("/v1/extract", response_model=ExtractionResult, summary="Extract edges from one episode")
-    async def extract(episode: RequestEpisode) -> JSONResponse:
+    async def extract(episode: Episode) -> JSONResponse:
         result = await extract_one(episode)
         return JSONResponse(result.to_json_dict())
+
+    # The body's type is the program's input contract, known only now: FastAPI reads it from here.
+    extract.__annotations__["episode"] = body_type
+    post_v1("/v1/extract", response_model=ExtractionResult, summary="Extract edges from one episode")(extract)
 
     @post_v1(
         "/v1/extract/batch",
@@ -289,7 +302,7 @@ def _add_extract_routes(
 
         async def one(index: int, raw: Any) -> dict[str, Any]:
             try:
-                parsed = _REQUEST_EPISODE.validate_python(raw)
+                parsed = read_item.validate_python(raw)
                 result = await extract_one(parsed)
             except ValidationError as error:
                 failure = invalid_request(

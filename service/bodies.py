@@ -66,9 +66,11 @@ def _reference_time_in_range(data: Any) -> Any:
     return data
 
 
-RequestEpisode = Annotated[Episode, BeforeValidator(_reference_time_in_range)]
-"""An `Episode` as the service reads one from a request: with the rule on `referenceTime` its OpenAPI
-document states (`REFERENCE_TIME_PATTERN`)."""
+def request_episode(model: type[Episode] = Episode) -> Any:
+    """`model` (the program's input contract: `Episode`, or `TextEpisode` for a program with an entity
+    step) as the service reads one from a request: with the rule on `referenceTime` its OpenAPI
+    document states (`REFERENCE_TIME_PATTERN`)."""
+    return Annotated[model, BeforeValidator(_reference_time_in_range)]
 
 
 def entity_limit(episode: Episode, max_entities: int) -> None:

@@ -402,3 +402,32 @@ def test_a_pickle_as_program_json_says_what_the_file_is(tmp_path, capsys):
         ArtifactError, match=r"program.json is not JSON: it is not UTF-8 text \(byte 13 is 0xff\)"
     ):
         load(folder)
+
+
+def test_find_entities_takes_lines_without_entities_and_keeps_given_ones(tmp_path):
+    text_only = {
+        "id": "t",
+        "episodeContent": "Alice joined Acme Corp in 2021.",
+        "referenceTime": GOOD["referenceTime"],
+    }
+    found = json.dumps(
+        {"entities": [{"name": "Alice", "type": "Person"}, {"name": "Acme Corp", "type": None}]}
+    )
+
+    def respond(body: dict) -> str:
+        asks_entities = "`entities`" in body["messages"][-1]["content"].split("Respond with")[-1]
+        return found if asks_entities else REPLY
+
+    # Without the flag a line without entities is an input error that says how to run it.
+    with MockOpenAIServer(respond) as server:
+        [refused] = _run_cli(tmp_path, [json.dumps(text_only)], server, expect=2)
+        assert refused["error"]["field"] == "entities" and "--find-entities" in refused["error"]["message"]
+        assert server.requests == []
+    with MockOpenAIServer(respond) as server:
+        lines = _run_cli(tmp_path, [json.dumps(text_only), json.dumps(GOOD)], server, "--find-entities")
+        assert len(server.requests) == 3  # the entity step and two extractions
+    assert [e["name"] for e in lines[0]["entities"]] == ["Alice", "Acme Corp"]
+    assert lines[0]["usage"]["entities"]["calls"] == 1
+    assert [e["targetEntityName"] for e in lines[0]["edges"]] == ["Acme Corp"]
+    assert "entities" not in lines[1]  # given entities are kept, and not echoed
+    assert "entities" not in lines[1]["usage"]

@@ -622,3 +622,32 @@ def test_without_the_serve_extra_the_error_says_what_to_install(monkeypatch: pyt
     monkeypatch.setattr(service, "_SERVE_EXTRA_MISSING", ModuleNotFoundError("No module named 'fastapi'"))
     with pytest.raises(RuntimeError, match=r"pip install 'edgewise\[serve\]'"):
         create_app(FakeProgram(), None)
+
+
+def test_a_program_with_an_entity_step_takes_text_alone_over_http() -> None:
+    from fakes import ScriptedLM, edge, edges_reply
+
+    from edgewise.modules.extractor import EdgeExtractor
+    from edgewise.modules.options import ProgramOptions
+
+    text_only = {key: value for key, value in SEED_CONTEXT.items() if key != "nodes"}
+    found = json.dumps({"entities": [{"name": "Alice", "type": None}, {"name": "Acme Corp", "type": None}]})
+    lm = ScriptedLM(
+        lambda messages, kwargs: (
+            found
+            if "`entities`" in messages[-1]["content"][-300:]
+            else edges_reply(edge("Alice", "WORKS_AT", "Acme Corp", "Alice works at Acme Corp."))
+        )
+    )
+    with _client(EdgeExtractor(options=ProgramOptions(entity_step=True)), lm) as client:
+        one = client.post("/v1/extract", json=text_only)
+        batch = client.post("/v1/extract/batch", json={"episodes": [text_only]})
+        schema = client.get("/openapi.json").json()
+    assert one.status_code == 200, one.text
+    assert [e["name"] for e in one.json()["entities"]] == ["Alice", "Acme Corp"]
+    assert one.json()["edges"][0]["targetEntityName"] == "Acme Corp"
+    assert batch.json()["results"][0]["ok"] is True
+    assert "TextEpisode" in json.dumps(schema)
+    with _client(EdgeExtractor(), lm) as client:
+        refused = client.post("/v1/extract", json=text_only)
+    assert refused.status_code == 422 and "entity step" in _error(refused)["fields"][0]["message"]
