@@ -10,15 +10,8 @@ instruction an optimizer tunes.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
-
-_EntityName = Annotated[
-    str, Field(description="the entity's name as the CURRENT EPISODE writes it, its fullest form")
-]
-_EntityType = Annotated[str | None, Field(description="one of ENTITY TYPES, or null when none fits")]
 
 
 # Its docstring becomes the JSON schema's description in every prompt, so it stays one short line.
@@ -27,8 +20,8 @@ class ExtractedEntity(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    name: _EntityName
-    type: _EntityType = None
+    name: str = Field(description="the entity's name as the CURRENT EPISODE writes it, its fullest form")
+    type: str | None = Field(default=None, description="one of ENTITY TYPES, or null when none fits")
 
 
 class ExtractEntities(dspy.Signature):
