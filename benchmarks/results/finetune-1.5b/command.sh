@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Reproduces this folder: a LoRA adapter of the 1.5B trained on the train split's gold replies
+# (`edgewise optimize --optimizer finetune`, the compact prompt of qwen2.5-coder-1.5b-program-v2),
+# judged on dev against v2 (the 1.5B's default program, without an adapter), then benched on test
+# against v2 and baseline-v1 (their test bench: benchmarks/results/test-program-v2-1.5b).
+# Every part resumes: the training from runs/qwen2.5-coder-1.5b-lora.training (--max-minutes
+# stops it after a checkpoint, and the same command goes on), the benches by chunk (a complete chunk
+# is skipped). Set STOP_AFTER=training to run the training part alone.
+# Needs runs/results/test-conversational-no-attributes.jsonl and test-150.jsonl
+# (benchmarks/results/test-recall-program-1.5b/command.sh and STEPS=1 bash benchmarks/run_results.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=benchmarks/results/finetune-1.5b
+TUNED=runs/qwen2.5-coder-1.5b-lora
+MODEL=local/qwen2.5-coder-1.5b
+V2=qwen2.5-coder-1.5b-program-v2
+mkdir -p "$OUT"
+# 1. Training: 1 epoch over the 355 exhaustively labeled train episodes, adapters on the top 14 of 28
+#    blocks (rank 16, all seven linear layers), 4 examples a step, as the 0.5B's run; the same
+#    command resumes. Each session's log is appended to training.txt.
+if [[ ! -f "$TUNED/manifest.json" ]]; then
+  edgewise optimize --optimizer finetune --model "$MODEL" --program "$V2" --out "$TUNED" \
+    --epochs 1 --top-layers 14 --batch-size 4 --dev-size 16 \
+    --max-minutes "${MAX_MINUTES:-85}" --checkpoint-minutes 5 >> "$OUT/training.txt"
+fi
+if [[ ! -f "$TUNED/manifest.json" || "${STOP_AFTER:-}" == training ]]; then
+  exit 0
+fi
+# The same program without its adapter (the compact prompt on the base weights): the adapter's own
+# effect, and its latency on the same requests.
+COMPACT=runs/qwen2.5-coder-1.5b-compact
+rm -rf "$COMPACT" && mkdir -p "$COMPACT" && cp "$TUNED/program.json" "$COMPACT/"
+python - "$TUNED/manifest.json" "$COMPACT/manifest.json" <<'PY'
+import json, sys
+manifest = json.load(open(sys.argv[1], encoding="utf-8"))
+manifest.pop("adapter")
+json.dump(manifest, open(sys.argv[2], "w", encoding="utf-8"), indent=2)
+PY
+# 2. The dev judgement: the 79 dev conversations, then the 85 other dev episodes, attribute schemas
+#    stripped as on test (runs/results/dev-*.jsonl: benchmarks/results/finetune-0.5b/command.sh).
+for PART in conversational rest; do
+  python benchmarks/bench_in_chunks.py "runs/results/dev-$PART.jsonl" --chunks 4 \
+    --chunk-dir runs/chunks/finetune-1.5b --out "$OUT/dev-$PART-chunk-{n}" -- \
+    --models "$MODEL" --programs "$V2,$TUNED" --baseline "$V2" --seed 0
+done
+# 3. Test: the 53 conversations (with the compact prompt without the adapter, for the adapter's own
+#    effect and latency), then the 150-episode sample's DialogRE and other episodes.
+python - <<'PY'
+import json
+from pathlib import Path
+results = Path("runs/results")
+sample = results.joinpath("test-150.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+source = lambda line: json.loads(line)["source"]
+results.joinpath("test-150-dialogre.jsonl").write_text(
+    "".join(line for line in sample if source(line) == "dialogre"), encoding="utf-8"
+)
+results.joinpath("test-150-rest.jsonl").write_text(
+    "".join(line for line in sample if source(line) not in ("conversational", "dialogre")), encoding="utf-8"
+)
+PY
+python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attributes.jsonl --chunks 2 \
+  --chunk-dir runs/chunks/finetune-1.5b --out "$OUT/test-conversational-chunk-{n}" -- \
+  --models "$MODEL" --programs "$COMPACT,$TUNED" --baseline "$COMPACT" --seed 0
+python benchmarks/bench_in_chunks.py runs/results/test-150-dialogre.jsonl --chunks 1 \
+  --chunk-dir runs/chunks/finetune-1.5b --out "$OUT/test-150-dialogre-chunk-{n}" -- \
+  --models "$MODEL" --programs "$TUNED" --seed 0
+python benchmarks/bench_in_chunks.py runs/results/test-150-rest.jsonl --chunks 3 \
+  --chunk-dir runs/chunks/finetune-1.5b --out "$OUT/test-150-rest-chunk-{n}" -- \
+  --models "$MODEL" --programs "$TUNED" --seed 0
+# 4. Pairings (no model call): dev against v2; test against v2 and baseline-v1 from their own bench.
+python benchmarks/paired_from_results.py "$OUT"/dev-conversational-chunk-* --baseline "$V2" \
+  --episodes runs/results/dev-conversational.jsonl > "$OUT/paired_dev.md"
+python benchmarks/paired_from_results.py "$OUT"/dev-*-chunk-* --baseline "$V2" \
+  --episodes runs/results/dev-no-attributes.jsonl >> "$OUT/paired_dev.md"
+V2_BENCH=benchmarks/results/test-program-v2-1.5b
+python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" \
+  > "$OUT/paired_test_conversational.md"
+for BASE in "$V2" baseline-v1; do
+  python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* "$V2_BENCH"/conversational-chunk-* \
+    --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" \
+    --episodes runs/results/test-conversational-no-attributes.jsonl >> "$OUT/paired_test_conversational.md"
+  python benchmarks/paired_from_results.py "$OUT"/test-*-chunk-* "$V2_BENCH"/conversational-chunk-* \
+    "$V2_BENCH"/dialogre-chunk-* "$V2_BENCH"/rest-chunk-* benchmarks/results/test-dialogre-program-1.5b \
+    benchmarks/results/test-150-rest-*-program-1.5b \
+    --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" \
+    --episodes runs/results/test-150.jsonl >> "$OUT/paired_150.md"
+done
