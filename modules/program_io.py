@@ -30,10 +30,12 @@ def as_episode(
 
 
 def input_model(program: Any) -> type[Episode]:
-    """The input contract of `program`: `TextEpisode` when it has an entity step, else `Episode` (the
-    seed prompt and Graphiti's prompt have none)."""
+    """The input contract of `program`: `TextEpisode` when it finds entities itself (an `EdgeExtractor`
+    with the entity step, or a program that says `finds_entities = True`, as the bench programs of
+    frameworks that extract entities and edges in one call do), else `Episode`."""
     options = getattr(program, "options", None)
-    return episode_model(bool(getattr(options, "entity_step", False)))
+    finds = getattr(program, "finds_entities", False) or getattr(options, "entity_step", False)
+    return episode_model(bool(finds))
 
 
 def result_prediction(result: ExtractionResult) -> dspy.Prediction:
