@@ -20,14 +20,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from bench_folders import (
-    add_folder_arguments,
-    command_line,
-    folders_of,
-    rescored,
-    write_report,
-)
-from harness import script_parser
+from replay import Replayed, replay_main
 
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.types import Edge
@@ -68,78 +61,75 @@ def _summary(scores: list[EpisodeScore]) -> str:
     return f"{accuracy} | {precision}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = script_parser(__doc__)
-    add_folder_arguments(parser)
-    args = parser.parse_args(argv)
-    folders = folders_of(args)
-    lines = [
-        "# Attribute grounding replayed on benched replies",
-        "",
-        f"Command: `{command_line(__file__, argv)}`",
-        "",
-        (
-            f"{len(folders.episodes)} episodes. No model call: each program's benched edges scored as benched "
-            "and with `attribute_grounding` applied (see the script's docstring). Attribute accuracy is right "
-            "slots over the matched edges' labeled slots; precision is supported values over values written; "
-            f"Δ is the paired bootstrap difference of attribute accuracy ({DEFAULT_RESAMPLES} resamples, seed 0)."
-        ),
-        "",
-        (
-            "| model | program | as benched: accuracy | precision | grounded: accuracy | precision "
-            "| Δ accuracy [paired 95% CI] | changed values: fixed / broke / still wrong / still right / unjudged |"
-        ),
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for key, skipped in sorted(folders.incomplete.items()):
-        lines.insert(4, f"- left out: {key[0]} {key[1]} lacks {skipped} of the episodes")
+def _intro(episodes: list[LabeledEpisode]) -> str:
+    """The paragraph under the command: what was replayed and how the figures read."""
+    return (
+        f"{len(episodes)} episodes. No model call: each program's benched edges scored as benched "
+        "and with `attribute_grounding` applied (see the script's docstring). Attribute accuracy is right "
+        "slots over the matched edges' labeled slots; precision is supported values over values written; "
+        f"Δ is the paired bootstrap difference of attribute accuracy ({DEFAULT_RESAMPLES} resamples, seed 0)."
+    )
+
+
+def _replay_run(program: str, replayed: list[Replayed]) -> tuple[str, list[str]]:
+    """One run scored as benched and grounded, and each value grounding changed."""
+    before: list[EpisodeScore] = []
+    after: list[EpisodeScore] = []
+    outcomes: Counter[str] = Counter()
     listed: list[str] = []
-    for (model, program), predictions in sorted(folders.runs.items()):
-        before: list[EpisodeScore] = []
-        after: list[EpisodeScore] = []
-        outcomes: Counter[str] = Counter()
-        for episode in folders.episodes:
-            prediction = predictions[episode.id]
-            edges, score = rescored(episode, prediction)
-            context = CallContext()
-            grounded = ground_attributes(edges, episode, context)
-            gold = _gold_attributes(episode, edges)
-            for index, (old, new) in enumerate(zip(edges, grounded, strict=True)):
-                for name, value in old.attributes.items():
-                    if new.attributes.get(name) == value:
-                        continue
-                    now = new.attributes.get(name)
-                    outcome = _outcome(value, now, gold.get(index, {}), name)
-                    outcomes[outcome] += 1
-                    listed.append(
-                        f"| {program} | {episode.id} | {name} | {value!r} | {now!r} "
-                        f"| {gold.get(index, {}).get(name, '-')!r} | {outcome} |"
-                    )
-            before.append(score)
-            after.append(score_episode(episode, grounded))
-        judged = sum(s.attribute_total for s in before)
-        delta = (
-            paired_difference(
-                before, after, stat="attribute_accuracy", n_resamples=DEFAULT_RESAMPLES, seed=0
-            ).text()
-            if judged
-            else "-"
-        )
-        counts = " / ".join(
-            str(outcomes[o]) for o in ("fixed", "broke", "still wrong", "still right", "unjudged")
-        )
-        lines.append(f"| {model} | {program} | {_summary(before)} | {_summary(after)} | {delta} | {counts} |")
-        assert stat_value(after, "edge_f1_micro") == stat_value(before, "edge_f1_micro")
-    lines += [
-        "",
-        "Each changed value (None: dropped):",
-        "",
-        "| program | episode | attribute | value | grounded | gold | outcome |",
-        "|---|---|---|---|---|---|---|",
-        *listed,
-    ]
-    write_report("\n".join(lines) + "\n", args.out)
-    return 0
+    for episode, _, edges, score in replayed:
+        context = CallContext()
+        grounded = ground_attributes(edges, episode, context)
+        gold = _gold_attributes(episode, edges)
+        for index, (old, new) in enumerate(zip(edges, grounded, strict=True)):
+            for name, value in old.attributes.items():
+                if new.attributes.get(name) == value:
+                    continue
+                now = new.attributes.get(name)
+                outcome = _outcome(value, now, gold.get(index, {}), name)
+                outcomes[outcome] += 1
+                listed.append(
+                    f"| {program} | {episode.id} | {name} | {value!r} | {now!r} "
+                    f"| {gold.get(index, {}).get(name, '-')!r} | {outcome} |"
+                )
+        before.append(score)
+        after.append(score_episode(episode, grounded))
+    judged = sum(s.attribute_total for s in before)
+    delta = (
+        paired_difference(
+            before, after, stat="attribute_accuracy", n_resamples=DEFAULT_RESAMPLES, seed=0
+        ).text()
+        if judged
+        else "-"
+    )
+    counts = " / ".join(
+        str(outcomes[o]) for o in ("fixed", "broke", "still wrong", "still right", "unjudged")
+    )
+    assert stat_value(after, "edge_f1_micro") == stat_value(before, "edge_f1_micro")
+    return f"{_summary(before)} | {_summary(after)} | {delta} | {counts}", listed
+
+
+def main(argv: list[str] | None = None) -> int:
+    return replay_main(
+        __doc__,
+        __file__,
+        argv,
+        title="Attribute grounding replayed on benched replies",
+        intro=_intro,
+        table=[
+            (
+                "| model | program | as benched: accuracy | precision | grounded: accuracy | precision "
+                "| Δ accuracy [paired 95% CI] | changed values: fixed / broke / still wrong / still right / unjudged |"
+            ),
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ],
+        changes="Each changed value (None: dropped):",
+        changes_table=[
+            "| program | episode | attribute | value | grounded | gold | outcome |",
+            "|---|---|---|---|---|---|---|",
+        ],
+        replay_run=_replay_run,
+    )
 
 
 if __name__ == "__main__":

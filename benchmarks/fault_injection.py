@@ -56,17 +56,20 @@ REPLY: Final = json.dumps(
 PROGRESS_EVERY_S: Final = 30.0
 
 
+def episode(id_: str, index: int, note: str) -> dict[str, Any]:
+    """An episode `REPLY` answers (Alice, Acme Corp): its year turns with `index`, and `note` makes its
+    prompt its own, so that no two episodes share a prompt or a cache entry."""
+    return {
+        "id": id_,
+        "episodeContent": f"Alice joined Acme Corp in {1990 + index % 30} (note {note}).",
+        "entities": [{"name": "Alice"}, {"name": "Acme Corp"}],
+        "referenceTime": "2025-04-30T00:00:00Z",
+    }
+
+
 def episodes(count: int) -> list[dict[str, Any]]:
     """Distinct episodes (no two prompts alike), each with an id to check the output against."""
-    return [
-        {
-            "id": f"ep-{index:05d}",
-            "episodeContent": f"Alice joined Acme Corp in {1990 + index % 30} (note {index}).",
-            "entities": [{"name": "Alice"}, {"name": "Acme Corp"}],
-            "referenceTime": "2025-04-30T00:00:00Z",
-        }
-        for index in range(count)
-    ]
+    return [episode(f"ep-{index:05d}", index, str(index)) for index in range(count)]
 
 
 def empty_done(record: dict[str, Any]) -> bool:

@@ -23,6 +23,22 @@ from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 HOST: Final = "127.0.0.1"
+SEED_REPLY: Final = json.dumps(
+    {
+        "edges": [
+            {
+                "relationshipType": "WORKS_AT",
+                "sourceEntityName": "Alice",
+                "targetEntityName": "Acme",
+                "fact": "Alice joined Acme as CTO in March 2024.",
+                "validAt": "2024-03",
+                "invalidAt": None,
+            }
+        ]
+    }
+)
+"""The mock's reply to the seed's context object (Alice joined Acme as CTO in March 2024): one edge,
+Alice WORKS_AT Acme, which the serve scripts check each answer for."""
 
 
 def script_parser(doc: str) -> argparse.ArgumentParser:

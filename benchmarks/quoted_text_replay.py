@@ -25,8 +25,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from bench_folders import add_folder_arguments, command_line, folders_of, rescored, write_report
-from harness import script_parser
+from replay import Replayed, replay_main
 
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.types import Edge, ExtractionWarning
@@ -89,81 +88,79 @@ def _rate_text(counts: list[EpisodeInjections]) -> str:
     return f"{rate.rate:.3f}{ci} ({rate.injected_edges}/{rate.injections})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = script_parser(__doc__)
-    add_folder_arguments(parser)
-    args = parser.parse_args(argv)
-    folders = folders_of(args)
-    injections = sum(len(episode.injections) for episode in folders.episodes)
-    lines = [
-        "# The quoted-text check replayed on benched replies",
-        "",
-        f"Command: `{command_line(__file__, argv)}`",
-        "",
-        (
-            f"{len(folders.episodes)} episodes, {injections} labeled injections. No model call: each "
-            "program's benched edges scored as benched and with `quoted_text_check` applied (see the "
-            "script's docstring). Δ is the paired bootstrap difference against the run as benched "
-            f"({DEFAULT_RESAMPLES} resamples, seed 0); the injected-edge rate is injected edges written per "
-            "injection (lower is better)."
-        ),
-        "",
-        (
-            "| model | program | edge-F1 as benched | with the check | Δ edge-F1 [paired 95% CI] "
-            "| edges dropped (matched / injected) | injected-edge rate as benched | with the check "
-            "| Δ rate [paired 95% CI] |"
-        ),
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for key, skipped in sorted(folders.incomplete.items()):
-        lines.insert(4, f"- left out: {key[0]} {key[1]} lacks {skipped} of the episodes")
+def _intro(episodes: list[LabeledEpisode]) -> str:
+    """The paragraph under the command: what was replayed and how the figures read."""
+    injections = sum(len(episode.injections) for episode in episodes)
+    return (
+        f"{len(episodes)} episodes, {injections} labeled injections. No model call: each "
+        "program's benched edges scored as benched and with `quoted_text_check` applied (see the "
+        "script's docstring). Δ is the paired bootstrap difference against the run as benched "
+        f"({DEFAULT_RESAMPLES} resamples, seed 0); the injected-edge rate is injected edges written per "
+        "injection (lower is better)."
+    )
+
+
+def _replay_run(program: str, replayed: list[Replayed]) -> tuple[str, list[str]]:
+    """One run scored as benched and with the check, and each edge the check dropped."""
+    before: list[EpisodeScore] = []
+    after: list[EpisodeScore] = []
+    injected_before: list[EpisodeInjections] = []
+    injected_after: list[EpisodeInjections] = []
+    outcomes: Counter[str] = Counter()
     listed: list[str] = []
-    for (model, program), predictions in sorted(folders.runs.items()):
-        before: list[EpisodeScore] = []
-        after: list[EpisodeScore] = []
-        injected_before: list[EpisodeInjections] = []
-        injected_after: list[EpisodeInjections] = []
-        outcomes: Counter[str] = Counter()
-        for episode in folders.episodes:
-            prediction = predictions[episode.id]
-            edges, score = rescored(episode, prediction)
-            kept, dropped = checked(edges, episode, prediction)
-            injected = set(injected_positions(episode, edges))
-            for index, warning in dropped:
-                verdict = prediction.edges[index].verdict
-                outcomes["dropped"] += 1
-                outcomes[verdict] += 1
-                outcomes["injected"] += index in injected
-                edge = edges[index]
-                listed.append(
-                    f"| {program} | {episode.id} | {edge.source_entity_name} -{edge.relationship_type}-> "
-                    f"{edge.target_entity_name} | {verdict} | {'yes' if index in injected else 'no'} "
-                    f"| {warning.message.removeprefix('dropped: ')} |"
-                )
-            before.append(score)
-            after.append(score_episode(episode, kept))
-            injected_before.append(count_injections(episode, edges))
-            injected_after.append(count_injections(episode, kept))
-        delta = paired_difference(before, after, n_resamples=DEFAULT_RESAMPLES, seed=0)
-        rate_delta = paired_injection_rate(injected_before, injected_after, n_resamples=DEFAULT_RESAMPLES)
-        matched = outcomes["matched"] + outcomes["wrongDate"]
-        lines.append(
-            f"| {model} | {program} | {stat_value(before, 'edge_f1_micro'):.3f} "
-            f"| {stat_value(after, 'edge_f1_micro'):.3f} | {delta.text()} "
-            f"| {outcomes['dropped']} ({matched} / {outcomes['injected']}) "
-            f"| {_rate_text(injected_before)} | {_rate_text(injected_after)} "
-            f"| {rate_delta.text() if rate_delta is not None else '-'} |"
-        )
-    lines += [
-        "",
-        "Each dropped edge, with its verdict as benched:",
-        "",
-        "| program | episode | edge | verdict | injected | why |",
-        "|---|---|---|---|---|---|",
-        *listed,
-    ]
-    write_report("\n".join(lines) + "\n", args.out)
-    return 0
+    for episode, prediction, edges, score in replayed:
+        kept, dropped = checked(edges, episode, prediction)
+        injected = set(injected_positions(episode, edges))
+        for index, warning in dropped:
+            verdict = prediction.edges[index].verdict
+            outcomes["dropped"] += 1
+            outcomes[verdict] += 1
+            outcomes["injected"] += index in injected
+            edge = edges[index]
+            listed.append(
+                f"| {program} | {episode.id} | {edge.source_entity_name} -{edge.relationship_type}-> "
+                f"{edge.target_entity_name} | {verdict} | {'yes' if index in injected else 'no'} "
+                f"| {warning.message.removeprefix('dropped: ')} |"
+            )
+        before.append(score)
+        after.append(score_episode(episode, kept))
+        injected_before.append(count_injections(episode, edges))
+        injected_after.append(count_injections(episode, kept))
+    delta = paired_difference(before, after, n_resamples=DEFAULT_RESAMPLES, seed=0)
+    rate_delta = paired_injection_rate(injected_before, injected_after, n_resamples=DEFAULT_RESAMPLES)
+    matched = outcomes["matched"] + outcomes["wrongDate"]
+    cells = (
+        f"{stat_value(before, 'edge_f1_micro'):.3f} "
+        f"| {stat_value(after, 'edge_f1_micro'):.3f} | {delta.text()} "
+        f"| {outcomes['dropped']} ({matched} / {outcomes['injected']}) "
+        f"| {_rate_text(injected_before)} | {_rate_text(injected_after)} "
+        f"| {rate_delta.text() if rate_delta is not None else '-'}"
+    )
+    return cells, listed
+
+
+def main(argv: list[str] | None = None) -> int:
+    return replay_main(
+        __doc__,
+        __file__,
+        argv,
+        title="The quoted-text check replayed on benched replies",
+        intro=_intro,
+        table=[
+            (
+                "| model | program | edge-F1 as benched | with the check | Δ edge-F1 [paired 95% CI] "
+                "| edges dropped (matched / injected) | injected-edge rate as benched | with the check "
+                "| Δ rate [paired 95% CI] |"
+            ),
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ],
+        changes="Each dropped edge, with its verdict as benched:",
+        changes_table=[
+            "| program | episode | edge | verdict | injected | why |",
+            "|---|---|---|---|---|---|",
+        ],
+        replay_run=_replay_run,
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ from typing import Any, Final, NamedTuple
 ROOT: Final = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fault_injection import REPLY
-from harness import free_port, progress, script_parser
+from fault_injection import REPLY, empty_done, episode
+from harness import free_port, progress, read_records, script_parser
 from mock_openai import FaultRate, MockOpenAIServer, prompt_text
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "security_probe.md"
@@ -60,30 +60,12 @@ class Probe(NamedTuple):
 
 def episodes(count: int, prefix: str = "ep") -> list[dict[str, Any]]:
     """Distinct episodes (no two prompts alike), ids `prefix-N`."""
-    return [
-        {
-            "id": f"{prefix}-{index}",
-            "episodeContent": f"Alice joined Acme Corp in {1990 + index % 30} (note {prefix} {index}).",
-            "entities": [{"name": "Alice"}, {"name": "Acme Corp"}],
-            "referenceTime": "2025-04-30T00:00:00Z",
-        }
-        for index in range(count)
-    ]
+    return [episode(f"{prefix}-{index}", index, f"{prefix} {index}") for index in range(count)]
 
 
 def write_input(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def empty_done(record: dict[str, Any]) -> bool:
-    """A result that counts as done although a reply was not read."""
-    codes = [warning.get("code") for warning in record.get("warnings") or []]
-    return "edges" in record and (bool(record.get("parseFailures")) or "parse_failure" in codes)
 
 
 class Workspace:
@@ -200,7 +182,7 @@ def probe_parse_failures(space: Workspace, count: int = 300) -> Probe:
     switch = Switch(FaultRate(0.2, kinds=UNREADABLE, seed=0))
     with MockOpenAIServer(REPLY, faults=switch) as mock:
         first = space.extract(source, out, mock.api_base, "--workers", "4")
-        found = records(out)
+        found = read_records(out)
         failed = [record for record in found if "error" in record]
         reasons = sorted({record["error"]["reason"] for record in failed})
         empty = sum(empty_done(record) for record in found)
@@ -210,7 +192,7 @@ def probe_parse_failures(space: Workspace, count: int = 300) -> Probe:
         asked_again = {
             f"p2-{match[1]}" for body in mock.requests if (match := ASKED_ID.search(prompt_text(body)))
         }
-        rerun = records(space.path("p2.again.jsonl"))
+        rerun = read_records(space.path("p2.again.jsonl"))
     failed_ids = {record["id"] for record in failed}
     held = (
         empty == 0
@@ -246,7 +228,7 @@ def probe_cache(space: Workspace, count: int = 20) -> Probe:
         first = space.extract(source, space.path("p3.first.jsonl"), mock.api_base)
     dead = f"http://127.0.0.1:{free_port()}/v1"
     down = space.extract(source, space.path("p3.down.jsonl"), dead, "--max-retries", "0")
-    found = records(space.path("p3.down.jsonl"))
+    found = read_records(space.path("p3.down.jsonl"))
     reasons = sorted({record["error"]["reason"] for record in found if "error" in record})
     results = sum("edges" in record for record in found)
     folder = space.cache / "replies"

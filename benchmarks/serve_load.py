@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -27,7 +26,17 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import HOST, ROOT, free_port, mock_process, percentile, script_parser, stop_process, wait_healthy
+from harness import (
+    HOST,
+    ROOT,
+    SEED_REPLY,
+    free_port,
+    mock_process,
+    percentile,
+    script_parser,
+    stop_process,
+    wait_healthy,
+)
 
 DEFAULT_OUT: Final = ROOT / "benchmarks" / "results" / "serve_load.md"
 REQUEST: Final = {
@@ -38,20 +47,6 @@ REQUEST: Final = {
     "edgeTypes": {"WORKS_AT": "a person is employed by an organization"},
     "customPrompt": "",
 }
-REPLY: Final = json.dumps(
-    {
-        "edges": [
-            {
-                "relationshipType": "WORKS_AT",
-                "sourceEntityName": "Alice",
-                "targetEntityName": "Acme",
-                "fact": "Alice joined Acme as CTO in March 2024.",
-                "validAt": "2024-03",
-                "invalidAt": None,
-            }
-        ]
-    }
-)
 
 
 def serve_args(args: argparse.Namespace, port: int | str, api_base: str) -> list[str]:
@@ -97,7 +92,7 @@ async def load(base: str, clients: int, seconds: float, max_requests: int) -> di
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     # The server's stderr goes to a file: a pipe nobody reads could fill up and stall the server.
-    with tempfile.TemporaryFile() as log, mock_process(REPLY) as mock:
+    with tempfile.TemporaryFile() as log, mock_process(SEED_REPLY) as mock:
         port = free_port()
         env = {key: value for key, value in os.environ.items() if key != "EDGEWISE_API_TOKEN"}
         serve = subprocess.Popen(

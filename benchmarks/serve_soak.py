@@ -56,6 +56,7 @@ import httpx
 from harness import (
     HOST,
     ROOT,
+    SEED_REPLY,
     free_port,
     id_checks,
     mock_process,
@@ -80,20 +81,6 @@ BATCH_GROWTH_MB: Final = 30.0
 BATCH_BASE_SHARE: Final = 0.1
 POLL_S: Final = 0.02
 ENGINES: Final = ("extract", "ray")
-REPLY: Final = json.dumps(
-    {
-        "edges": [
-            {
-                "relationshipType": "WORKS_AT",
-                "sourceEntityName": "Alice",
-                "targetEntityName": "Acme",
-                "fact": "Alice joined Acme as CTO in March 2024.",
-                "validAt": "2024-03",
-                "invalidAt": None,
-            }
-        ]
-    }
-)
 
 
 def episode(number: int) -> dict[str, Any]:
@@ -215,7 +202,7 @@ def soak_serve(args: argparse.Namespace, python: Path, folder: Path) -> dict[str
     log_path = folder / "serve.log"
     env = os.environ | {"EDGEWISE_API_TOKEN": TOKEN, "EDGEWISE_CACHE": str(folder / "cache-serve")}
     with (
-        mock_process(REPLY, **mock_settings(args)) as mock,
+        mock_process(SEED_REPLY, **mock_settings(args)) as mock,
         open(log_path, "wb") as log,
     ):
         port = free_port()
@@ -337,7 +324,7 @@ def soak_batch(
     env = os.environ | {"EDGEWISE_CACHE": str(folder / f"cache-{engine}")}
     # The local engine appends to --output itself; the Ray engine journals to OUTPUT.partial, renamed at the end.
     sampler = Sampler(output if engine == "extract" else output.with_name(output.name + ".partial"))
-    with mock_process(REPLY, **mock_settings(args)) as mock, open(folder / f"{engine}.log", "wb") as log:
+    with mock_process(SEED_REPLY, **mock_settings(args)) as mock, open(folder / f"{engine}.log", "wb") as log:
         command = [
             str(python),
             "-m",
