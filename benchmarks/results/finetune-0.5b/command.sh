@@ -26,13 +26,7 @@ fi
 # The same program without its adapter (the compact prompt on the base weights): the adapter's own
 # effect, and its latency on the same requests.
 COMPACT=runs/qwen2.5-coder-0.5b-compact
-rm -rf "$COMPACT" && mkdir -p "$COMPACT" && cp "$TUNED/program.json" "$COMPACT/"
-python - "$TUNED/manifest.json" "$COMPACT/manifest.json" <<'PY'
-import json, sys
-manifest = json.load(open(sys.argv[1], encoding="utf-8"))
-manifest.pop("adapter")
-json.dump(manifest, open(sys.argv[2], "w", encoding="utf-8"), indent=2)
-PY
+python benchmarks/without_adapter.py "$TUNED" "$COMPACT"
 # 2. The 53 test conversations (attribute schemas stripped, as the 1.5B's v2 bench sent them).
 python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attributes.jsonl --chunks 2 \
   --chunk-dir runs/chunks/finetune --out "$OUT/test-conversational-chunk-{n}" -- \

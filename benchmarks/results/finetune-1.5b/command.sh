@@ -29,13 +29,7 @@ fi
 # The same program without its adapter (the compact prompt on the base weights): the adapter's own
 # effect, and its latency on the same requests.
 COMPACT=runs/qwen2.5-coder-1.5b-compact
-rm -rf "$COMPACT" && mkdir -p "$COMPACT" && cp "$TUNED/program.json" "$COMPACT/"
-python - "$TUNED/manifest.json" "$COMPACT/manifest.json" <<'PY'
-import json, sys
-manifest = json.load(open(sys.argv[1], encoding="utf-8"))
-manifest.pop("adapter")
-json.dump(manifest, open(sys.argv[2], "w", encoding="utf-8"), indent=2)
-PY
+python benchmarks/without_adapter.py "$TUNED" "$COMPACT"
 # 2. The dev judgement: the 79 dev conversations, then the 85 other dev episodes, attribute schemas
 #    stripped as on test (runs/results/dev-*.jsonl: benchmarks/results/finetune-0.5b/command.sh).
 for PART in conversational rest; do
