@@ -3,6 +3,10 @@
 `seed` and `seed-structured` are the verbatim seed prompt (free text / structured output);
 `graphiti` and `graphiti-structured` are Graphiti's own edge prompt, rendered by the installed
 graphiti-core (the `[graphiti]` extra), sent and parsed as Graphiti does / with structured output;
+`llama-index` and `llama-index-structured` are LlamaIndex's `SchemaLLMPathExtractor` prompt (the
+`[llama-index]` extra: as sent to a model without / with function calling), `langchain` is LangChain's
+`LLMGraphTransformer` prompt in its JSON mode (the `[langchain]` extra); these three find their own
+entities, as those frameworks do, and so take episodes as text alone;
 `default` is the uncompiled `EdgeExtractor`; anything else is a compiled-program directory or the name
 of one shipped with edgewise (see `edgewise.programs.artifact`).
 
@@ -28,7 +32,16 @@ from edgewise.local.local_models import LocalModelError, is_local_model, resolve
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 
-BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", "graphiti", "graphiti-structured", "default")
+BUILTIN_PROGRAMS: Final = (
+    "seed",
+    "seed-structured",
+    "graphiti",
+    "graphiti-structured",
+    "llama-index",
+    "llama-index-structured",
+    "langchain",
+    "default",
+)
 UNCOMPILED: Final = "default"
 DEFAULTS_FILE: Final = "defaults.json"
 """In `optimize/compiled/`: each local model (`local/<name>`) -> the program run on it by default."""
@@ -90,10 +103,10 @@ def resolve_program(
     `open_types` lets an `EdgeExtractor` write relationship types outside the episode's list (the seed
     prompts always may: they are the verbatim baseline). `find_entities` adds the entity step
     (`EdgeExtractor.with_entity_step`), so that episodes may come as text alone; the seed prompts and
-    Graphiti's prompt have none, and refuse it.
+    Graphiti's prompt have none, and refuse it; LlamaIndex's and LangChain's prompts always find them.
     """
     program = _resolved(spec, reflexion_rounds=reflexion_rounds, open_types=open_types)
-    if not find_entities:
+    if not find_entities or getattr(program, "finds_entities", False):
         return program
     if not isinstance(program, EdgeExtractor):
         raise UsageError(f"program {spec!r} has no entity step; find entities with an edgewise program")
@@ -115,6 +128,24 @@ def _resolved(spec: str, *, reflexion_rounds: int | None, open_types: bool) -> d
                 f"({error})"
             ) from None
         return GraphitiPromptExtractor(structured=spec == "graphiti-structured")
+    if spec in ("llama-index", "llama-index-structured"):
+        try:
+            from edgewise.programs.llama_index_baseline import LlamaIndexPathExtractor
+        except ImportError as error:
+            raise ValueError(
+                f"program {spec!r} renders LlamaIndex's prompt with llama-index-core: "
+                f"pip install 'edgewise[llama-index]' ({error})"
+            ) from None
+        return LlamaIndexPathExtractor(structured=spec == "llama-index-structured")
+    if spec == "langchain":
+        try:
+            from edgewise.programs.langchain_baseline import LangChainGraphExtractor
+        except ImportError as error:
+            raise ValueError(
+                f"program {spec!r} renders LangChain's prompt with langchain-experimental: "
+                f"pip install 'edgewise[langchain]' ({error})"
+            ) from None
+        return LangChainGraphExtractor()
     if spec == UNCOMPILED:
         return EdgeExtractor(max_reflexion_rounds=rounds, closed_types=not open_types)
     from edgewise.programs.artifact import load
