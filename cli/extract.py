@@ -20,6 +20,7 @@ from edgewise.cli.options import (
     add_open_types_argument,
     add_program_argument,
     config_from_args,
+    program_flags,
 )
 from edgewise.domain.errors import UsageError
 from edgewise.domain.file_types import FileEntityTypes
@@ -215,12 +216,7 @@ def _run_batch(args: argparse.Namespace, results_stream: IO[str]) -> int:
     if config.cache:
         use_reply_cache()
     choice = choose_program(args.baseline or args.program, config.model)
-    program = resolve_program(
-        choice.name,
-        reflexion_rounds=args.reflexion_rounds,
-        open_types=args.open_types,
-        find_entities=args.find_entities,
-    )
+    program = resolve_program(choice.name, **program_flags(args))
     model = input_model(program)
     config = config.model_copy(update={"lora_adapter": program_adapter(program, config.model)})
     started = time.monotonic()

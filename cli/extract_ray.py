@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from edgewise.cli import EXIT_OK, EXIT_SOME_FAILED
-from edgewise.cli.options import config_from_args
+from edgewise.cli.options import config_from_args, program_flags
 from edgewise.domain.errors import UsageError
 from edgewise.scale.ray_driver import DEFAULT_ACTORS, MISSING_RAY, extract_files
 
@@ -41,9 +41,7 @@ def run_ray(args: argparse.Namespace) -> int:
         address=args.address,
         resume=args.resume,
         episode_timeout_s=args.episode_timeout,
-        reflexion_rounds=args.reflexion_rounds,
-        open_types=args.open_types,
-        find_entities=args.find_entities,
+        **program_flags(args),
         progress=not args.no_progress,
         summary_json=args.summary_json,
     )

@@ -1,4 +1,7 @@
-"""Numeric flag types: a value out of range is a usage error that names the flag, before anything runs.
+"""Flag names and numeric flag types.
+
+`dest` is the attribute argparse stores a flag under, and `flag_values` the flags a command passes on
+to the parameters of their names. The numeric flag types: a value out of range is a usage error that names the flag, before anything runs.
 
 Given as an argparse `type=`, each one parses the text and checks its bound, so `--max-tokens -5`
 fails with `argument --max-tokens: must be >= 1, got -5` (exit 1, nothing opened) instead of a
@@ -10,6 +13,18 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any
+
+
+def dest(flag: str) -> str:
+    """The attribute argparse stores `flag` under (`--max-body-bytes`: `max_body_bytes`)."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def flag_values(args: argparse.Namespace, *flags: str) -> dict[str, Any]:
+    """The values of `flags`, each under the parameter of its name: the flags a command passes on
+    unchanged to a function whose parameters are named as they are."""
+    return {dest(flag): getattr(args, dest(flag)) for flag in flags}
 
 
 def _number(text: str, *, whole: bool) -> float:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from edgewise.cli.flags import flag_values
 from edgewise.local.llama_runtimes import (
     BUILD_POLICY_ENV,
     BUILD_TIME_NOTE,
@@ -176,13 +177,10 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"assembling local/{spec.name} into {model_path(spec, args.cache_dir)} ...", file=sys.stderr)
     server = LocalServer(
         spec,
-        threads=args.threads,
-        ctx_size=args.ctx_size,
-        server_binary=args.server_binary,
-        port=args.port,
         cache_dir=args.cache_dir,
         start_timeout_s=args.start_timeout,
         keep_log=True,
+        **flag_values(args, "--threads", "--ctx-size", "--server-binary", "--port"),
     )
     with server:
         try:  # the banner is inside: a Ctrl-C right after it is printed is still a clean stop

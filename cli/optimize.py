@@ -12,6 +12,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from edgewise.cli import add_command
+from edgewise.cli.flags import dest
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
 from edgewise.optimize.budget import DEV_SHARE_OF_BUDGET, MIN_SELECTION_DEV
 from edgewise.optimize.finetune.errors import FinetuneError
@@ -211,11 +212,13 @@ def add_finetune_arguments(parser: argparse.ArgumentParser) -> None:
     )
     fields = FinetuneSettings.model_fields
 
-    def flag(name: str, field: str, what: str, example: str, **options: Any) -> None:
+    def flag(name: str, what: str, example: str, *, field: str | None = None, **options: Any) -> None:
+        """A flag setting the field of its name (`field` where that differs), as `ft_<field>`."""
+        field = field or dest(name)
         default = fields[field].default
         shown = ",".join(default) if isinstance(default, tuple) else default
         if "choices" not in options:
-            options["metavar"] = name.removeprefix("--").replace("-", "_").upper()
+            options["metavar"] = dest(name).upper()
         group.add_argument(
             name,
             dest=f"ft_{field}",
@@ -226,34 +229,31 @@ def add_finetune_arguments(parser: argparse.ArgumentParser) -> None:
 
     flag(
         "--prompt",
-        "prompt",
         "compact: the extract step with a one-line instruction and no demos; full: the "
         "program's request as it is",
         "full",
         choices=PROMPTS,
     )
-    flag("--rank", "rank", "LoRA rank", "8", type=int)
-    flag("--alpha", "alpha", "LoRA alpha (the adapter's scale is alpha / rank)", "16", type=float)
+    flag("--rank", "LoRA rank", "8", type=int)
+    flag("--alpha", "LoRA alpha (the adapter's scale is alpha / rank)", "16", type=float)
     flag(
         "--target-modules",
-        "target_modules",
         "the linear layers that carry adapters, comma-separated",
         "q_proj,v_proj",
         type=lambda text: tuple(part.strip() for part in text.split(",") if part.strip()),
     )
-    flag("--top-layers", "top_layers", "only the top N blocks carry adapters (None: all)", "8", type=int)
-    flag("--lr", "learning_rate", "peak learning rate", "1e-4", type=float)
-    flag("--epochs", "epochs", "passes over the training examples", "3", type=int)
-    flag("--batch-size", "batch_size", "examples per optimizer step", "8", type=int)
-    flag("--seq-len", "seq_len", "longest example in tokens; longer ones are left out", "1024", type=int)
+    flag("--top-layers", "only the top N blocks carry adapters (None: all)", "8", type=int)
+    flag("--lr", "peak learning rate", "1e-4", field="learning_rate", type=float)
+    flag("--epochs", "passes over the training examples", "3", type=int)
+    flag("--batch-size", "examples per optimizer step", "8", type=int)
+    flag("--seq-len", "longest example in tokens; longer ones are left out", "1024", type=int)
     flag(
         "--max-minutes",
-        "max_minutes",
         "stop after a checkpoint once this many minutes have passed; the same command resumes",
         "60",
         type=float,
     )
-    flag("--checkpoint-minutes", "checkpoint_minutes", "minutes between checkpoints", "5", type=float)
+    flag("--checkpoint-minutes", "minutes between checkpoints", "5", type=float)
     group.add_argument(
         "--program",
         help="the program whose extract requests are trained on and that ships with the adapter (default: the "
@@ -276,7 +276,7 @@ def setting_argument(
     parser: argparse.ArgumentParser, flag: str, what: str, example: str, **options: object
 ) -> None:
     """A flag whose default is the `OptimizeSettings` field of its name, and whose help says so."""
-    default = getattr(DEFAULTS, flag.removeprefix("--").replace("-", "_"))
+    default = getattr(DEFAULTS, dest(flag))
     if "choices" not in options:
         options.setdefault("type", type(default))
     parser.add_argument(

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from typing import Any, Final
 
 from pydantic import ValidationError
 
-from edgewise.cli.flags import above, at_least
+from edgewise.cli.flags import above, at_least, dest
 from edgewise.runtime.faults import DEFAULT_RETRY_POLICY
 from edgewise.runtime.lm import LMConfig, LMConfigError
 
@@ -126,23 +126,14 @@ _FLAG_OF_FIELD: Final = {
 
 
 def config_from_args(args: argparse.Namespace) -> LMConfig:
-    """The `LMConfig` of the model flags; a value the config refuses is an `LMConfigError` naming its flag."""
+    """The `LMConfig` of the model flags; a value the config refuses is an `LMConfigError` naming its flag.
+
+    Each field comes from its flag in `_FLAG_OF_FIELD`; a flag the command lacks leaves the field to
+    the environment or its default, as does `--no-cache` (the cache on) where the command has none.
+    """
+    values = {field: getattr(args, dest(flag), None) for field, flag in _FLAG_OF_FIELD.items()}
     try:
-        return LMConfig.from_env(
-            model=args.model,
-            api_base=args.api_base,
-            api_key=args.api_key,
-            temperature=args.temperature,
-            max_tokens=args.max_tokens,
-            num_retries=args.max_retries,
-            timeout_s=args.timeout,
-            max_rps=getattr(args, "max_rps", None),
-            retry_base_s=getattr(args, "retry_backoff", DEFAULT_RETRY_POLICY.base_s),
-            response_format=args.response_format,
-            cache=not getattr(args, "no_cache", False),
-            keep_history=getattr(args, "keep_history", 0),
-            local_slots=getattr(args, "local_slots", 1),
-        )
+        return LMConfig.from_env(**values, cache=not getattr(args, "no_cache", False))
     except ValidationError as error:
         fields = [str((detail["loc"] or ("model settings",))[0]) for detail in error.errors()]
         problems = "; ".join(
@@ -150,6 +141,16 @@ def config_from_args(args: argparse.Namespace) -> LMConfig:
             for name, detail in zip(fields, error.errors(), strict=True)
         )
         raise LMConfigError(problems) from None
+
+
+def program_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """How the flags shape a program resolved by name (`--reflexion-rounds`, `--open-types`,
+    `--find-entities`), as `resolve_program` and the Ray driver take them; both extract engines use it."""
+    return {
+        "reflexion_rounds": args.reflexion_rounds,
+        "open_types": args.open_types,
+        "find_entities": args.find_entities,
+    }
 
 
 def add_open_types_argument(parser: argparse.ArgumentParser) -> None:

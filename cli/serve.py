@@ -16,7 +16,7 @@ import sys
 from typing import Any, Final
 
 from edgewise.cli import add_command
-from edgewise.cli.flags import above, at_least, between
+from edgewise.cli.flags import above, at_least, between, flag_values
 from edgewise.cli.options import add_lm_arguments, add_program_argument, config_from_args
 from edgewise.domain.errors import MissingExtraError
 from edgewise.programs.lora_adapter import program_adapter
@@ -82,6 +82,9 @@ _LIMITS: Final = (
         4096,
     ),
 )
+_APP_LIMITS: Final = tuple(flag for flag, *_ in _LIMITS if flag != "--max-connections")
+"""The limits `create_app` takes, each as the parameter of its flag's name (the connection cap is
+`connection_limits`')."""
 # The service's time limits in seconds: (flag, default, what it bounds, an example).
 _TIMEOUTS: Final = (
     (
@@ -233,14 +236,10 @@ def run(args: argparse.Namespace) -> int:
             lm,
             program_name=choice.name,
             api_token=token,
-            max_body_bytes=args.max_body_bytes,
-            max_entities=args.max_entities,
-            workers=args.workers,
-            max_batch=args.max_batch,
-            max_queue=args.max_queue,
             request_timeout_s=args.request_timeout,
             read_timeout_s=args.read_timeout,
             lifecycle=lifecycle,
+            **flag_values(args, *_APP_LIMITS),
         )
         settings = server_settings(
             args.host,

@@ -177,6 +177,9 @@ class Episode(CamelModel):
     custom_prompt: CustomPrompt = ""
     entity_types: EntityTypeList = Field(
         default_factory=list,
+        exclude_if=lambda value: (
+            not value
+        ),  # an episode written out (a data line) stays as it was without them
         description="the types an entity step may give the entities it finds (names, or name -> meaning); "
         "unused when the entities are given",
     )

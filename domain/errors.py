@@ -24,73 +24,71 @@ class Reason(NamedTuple):
     meaning: str
 
 
-# The input's fault.
-REASON_INVALID_INPUT: Final = "invalid_input"
-REASON_INVALID_REQUEST: Final = "invalid_request"
-REASON_CONTEXT_WINDOW: Final = "context_window"
-REASON_UNAUTHORIZED: Final = "unauthorized"
-REASON_BAD_REQUEST: Final = "bad_request"
-REASON_BODY_TOO_LARGE: Final = "body_too_large"
-REASON_NOT_FOUND: Final = "not_found"
-REASON_METHOD_NOT_ALLOWED: Final = "method_not_allowed"
-# The model provider slow, rate-limiting or unreachable: try again later.
-REASON_RATE_LIMITED: Final = "rate_limited"
-REASON_TIMEOUT: Final = "timeout"
-REASON_DEADLINE: Final = "deadline"
-REASON_CONNECTION: Final = "connection"
-# The model provider answering with an error or with nonsense.
-REASON_SERVER_ERROR: Final = "server_error"
-REASON_AUTH: Final = "auth"
-REASON_PROVIDER_REJECTED: Final = "provider_rejected_request"
-REASON_PROVIDER_ERROR: Final = "provider_error"
-REASON_INVALID_RESPONSE: Final = "invalid_response"
-REASON_PARSE: Final = "parse"
-REASON_PARSE_FAILURE: Final = "parse_failure"
-# The service holding its own limits against slow, abandoned or too many requests.
-REASON_READ_TIMEOUT: Final = "read_timeout"
-REASON_REQUEST_TIMEOUT: Final = "request_timeout"
-REASON_OVERLOADED: Final = "overloaded"
-REASON_SHUTTING_DOWN: Final = "shutting_down"
-# edgewise's own fault.
-REASON_INTERNAL: Final = "internal_error"
+REASONS: Final[dict[str, Reason]] = {}
+"""Every reason word with its status and meaning, in the order `_reason` states them below."""
 
-REASONS: Final[dict[str, Reason]] = {
-    reason.word: reason
-    for reason in (
-        Reason(REASON_INVALID_INPUT, 422, "an input line or row is not an episode (its field is named)"),
-        Reason(REASON_INVALID_REQUEST, 422, "an HTTP request is not an episode, or is over a server limit"),
-        Reason(REASON_CONTEXT_WINDOW, 422, "the episode does not fit the model's context window"),
-        Reason(REASON_UNAUTHORIZED, 401, "the bearer token is missing or wrong"),
-        Reason(
-            REASON_BAD_REQUEST, 400, "the request is not valid HTTP (a Content-Length that is not a number)"
-        ),
-        Reason(REASON_BODY_TOO_LARGE, 413, "the request body is over --max-body-bytes"),
-        Reason(REASON_NOT_FOUND, 404, "no such route"),
-        Reason(REASON_METHOD_NOT_ALLOWED, 405, "the route does not take this HTTP method"),
-        Reason(REASON_RATE_LIMITED, 503, "the model provider rate-limited the call"),
-        Reason(REASON_TIMEOUT, 503, "the model provider did not answer in time"),
-        Reason(REASON_DEADLINE, 503, "the episode ran past its deadline (--episode-timeout)"),
-        Reason(REASON_CONNECTION, 503, "the model provider could not be reached"),
-        Reason(REASON_SERVER_ERROR, 502, "the model provider failed (a 5xx)"),
-        Reason(REASON_AUTH, 502, "the model provider refused the credentials or the account"),
-        Reason(REASON_PROVIDER_REJECTED, 502, "the model provider refused the call as invalid (a 4xx)"),
-        Reason(REASON_PROVIDER_ERROR, 502, "the model provider call failed in another way"),
-        Reason(REASON_INVALID_RESPONSE, 502, "the model provider answered 2xx with a body that is not JSON"),
-        Reason(REASON_PARSE, 502, "the model's reply could not be read as the expected fields"),
-        Reason(
-            REASON_PARSE_FAILURE,
-            502,
-            "a reply could not be parsed, or stopped at the token limit, on its retry too",
-        ),
-        Reason(REASON_READ_TIMEOUT, 408, "the client did not send its request body within --read-timeout"),
-        Reason(REASON_REQUEST_TIMEOUT, 503, "the request was not answered within --request-timeout"),
-        Reason(
-            REASON_OVERLOADED, 503, "every worker is busy and the queue is full (--max-queue); retry later"
-        ),
-        Reason(REASON_SHUTTING_DOWN, 503, "the service is stopping; retry on another instance or later"),
-        Reason(REASON_INTERNAL, 500, "edgewise failed; the log has the trace"),
-    )
-}
+
+def _reason(word: str, status: int, meaning: str) -> str:
+    """Add `word` to `REASONS` and return it: each word's status and meaning stand where its constant is named."""
+    if word in REASONS:
+        raise ValueError(f"reason word {word!r} stated twice")
+    REASONS[word] = Reason(word, status, meaning)
+    return word
+
+
+# The input's fault.
+REASON_INVALID_INPUT: Final = _reason(
+    "invalid_input", 422, "an input line or row is not an episode (its field is named)"
+)
+REASON_INVALID_REQUEST: Final = _reason(
+    "invalid_request", 422, "an HTTP request is not an episode, or is over a server limit"
+)
+REASON_CONTEXT_WINDOW: Final = _reason(
+    "context_window", 422, "the episode does not fit the model's context window"
+)
+REASON_UNAUTHORIZED: Final = _reason("unauthorized", 401, "the bearer token is missing or wrong")
+REASON_BAD_REQUEST: Final = _reason(
+    "bad_request", 400, "the request is not valid HTTP (a Content-Length that is not a number)"
+)
+REASON_BODY_TOO_LARGE: Final = _reason("body_too_large", 413, "the request body is over --max-body-bytes")
+REASON_NOT_FOUND: Final = _reason("not_found", 404, "no such route")
+REASON_METHOD_NOT_ALLOWED: Final = _reason(
+    "method_not_allowed", 405, "the route does not take this HTTP method"
+)
+# The model provider slow, rate-limiting or unreachable: try again later.
+REASON_RATE_LIMITED: Final = _reason("rate_limited", 503, "the model provider rate-limited the call")
+REASON_TIMEOUT: Final = _reason("timeout", 503, "the model provider did not answer in time")
+REASON_DEADLINE: Final = _reason("deadline", 503, "the episode ran past its deadline (--episode-timeout)")
+REASON_CONNECTION: Final = _reason("connection", 503, "the model provider could not be reached")
+# The model provider answering with an error or with nonsense.
+REASON_SERVER_ERROR: Final = _reason("server_error", 502, "the model provider failed (a 5xx)")
+REASON_AUTH: Final = _reason("auth", 502, "the model provider refused the credentials or the account")
+REASON_PROVIDER_REJECTED: Final = _reason(
+    "provider_rejected_request", 502, "the model provider refused the call as invalid (a 4xx)"
+)
+REASON_PROVIDER_ERROR: Final = _reason("provider_error", 502, "the model provider call failed in another way")
+REASON_INVALID_RESPONSE: Final = _reason(
+    "invalid_response", 502, "the model provider answered 2xx with a body that is not JSON"
+)
+REASON_PARSE: Final = _reason("parse", 502, "the model's reply could not be read as the expected fields")
+REASON_PARSE_FAILURE: Final = _reason(
+    "parse_failure", 502, "a reply could not be parsed, or stopped at the token limit, on its retry too"
+)
+# The service holding its own limits against slow, abandoned or too many requests.
+REASON_READ_TIMEOUT: Final = _reason(
+    "read_timeout", 408, "the client did not send its request body within --read-timeout"
+)
+REASON_REQUEST_TIMEOUT: Final = _reason(
+    "request_timeout", 503, "the request was not answered within --request-timeout"
+)
+REASON_OVERLOADED: Final = _reason(
+    "overloaded", 503, "every worker is busy and the queue is full (--max-queue); retry later"
+)
+REASON_SHUTTING_DOWN: Final = _reason(
+    "shutting_down", 503, "the service is stopping; retry on another instance or later"
+)
+# edgewise's own fault.
+REASON_INTERNAL: Final = _reason("internal_error", 500, "edgewise failed; the log has the trace")
 
 
 def status_of(reason: str) -> int:

@@ -10,7 +10,7 @@ labeled data `gold.py`.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -47,6 +47,19 @@ class CamelModel(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+
+_Counts = TypeVar("_Counts", bound=BaseModel)
+
+
+def summed(first: _Counts, second: _Counts) -> _Counts:
+    """`first` and `second` added field by field: the sum of two models that hold only counts.
+
+    Every field of the model is added, so a count added to the model later is summed without a
+    change here (and a field that is not a number fails loudly instead of being dropped).
+    """
+    fields = type(first).model_fields
+    return type(first)(**{name: getattr(first, name) + getattr(second, name) for name in fields})
 
 
 def format_utc(value: datetime) -> str:
@@ -178,12 +191,7 @@ class StepUsage(CamelModel):
     """Of `prompt_tokens`, those the server reused from its prompt cache (0 where it does not say)."""
 
     def __add__(self, other: StepUsage) -> StepUsage:
-        return StepUsage(
-            calls=self.calls + other.calls,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
-        )
+        return summed(self, other)
 
 
 class ExtractionResult(CamelModel):

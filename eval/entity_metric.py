@@ -33,7 +33,7 @@ from pydantic import BaseModel, computed_field
 
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.names import normalize_name
-from edgewise.domain.types import Edge, Entity
+from edgewise.domain.types import Edge, Entity, summed
 from edgewise.eval.open_vocabulary import alias_aware_score
 from edgewise.eval.records import EpisodeScore, f1_of, ratio
 
@@ -73,13 +73,7 @@ class EntityScore(BaseModel):
         return self.type_right / self.type_judged if self.type_judged else None
 
     def __add__(self, other: EntityScore) -> EntityScore:
-        return EntityScore(
-            tp=self.tp + other.tp,
-            fp=self.fp + other.fp,
-            fn=self.fn + other.fn,
-            type_right=self.type_right + other.type_right,
-            type_judged=self.type_judged + other.type_judged,
-        )
+        return summed(self, other)
 
 
 def _words(name: str) -> tuple[str, ...]:

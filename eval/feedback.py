@@ -123,40 +123,29 @@ def _as_edges(raw: Any) -> list[Edge]:
     return [e if isinstance(e, Edge) else Edge.model_validate(e) for e in raw]
 
 
-def edge_metric(
-    example: Any,
-    prediction: Any,
-    trace: Any = None,
-    pred_name: str | None = None,
-    pred_trace: Any = None,
-) -> dspy.Prediction:
-    """DSPy metric: `Prediction(score=edge-F1 of the episode, feedback=plain-words mistakes)`.
+Metric = Callable[..., dspy.Prediction]
+"""A DSPy metric: `(example, prediction, trace=None, pred_name=None, pred_trace=None)` to a Prediction."""
 
-    `example.labeled` holds the `LabeledEpisode`; `prediction.edges` the predicted edges. The score is
-    plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores). A prediction
-    without edges scores 0 with feedback saying the program failed.
 
-    `dspy.Evaluate` sums these Predictions as floats and GEPA reads `.score` and `.feedback`. A
-    Prediction is always truthy, so `BootstrapFewShot` needs `metric_threshold` (e.g. 1.0) to reject
-    imperfect traces.
+def _metric(name: str, value: Callable[[EpisodeScore], float], doc: str) -> Metric:
+    """The DSPy metric named `name` that scores an episode by `value` of its `EpisodeScore`.
+
+    DSPy's signature (GEPA binds all five parameters) is written here once; each metric is its `value`.
+    The name is what `dspy.Evaluate` shows for a metric function.
     """
-    return _scored(example, prediction, lambda score: score.f1)
 
+    def metric(
+        example: Any,
+        prediction: Any,
+        trace: Any = None,
+        pred_name: str | None = None,
+        pred_trace: Any = None,
+    ) -> dspy.Prediction:
+        return _scored(example, prediction, value)
 
-def edge_and_attribute_metric(
-    example: Any,
-    prediction: Any,
-    trace: Any = None,
-    pred_name: str | None = None,
-    pred_trace: Any = None,
-) -> dspy.Prediction:
-    """`edge_metric` whose score also counts attributes: what an instruction search tuning `attributes` uses.
-
-    On an episode where the matched edges label attributes, the score is the mean of edge-F1 and
-    attribute accuracy; elsewhere it is edge-F1, as `edge_metric`'s. Without the attribute half, no
-    change to the attribute step's instructions could move the score a search keeps candidates by.
-    """
-    return _scored(example, prediction, _edge_and_attribute_score)
+    metric.__name__ = metric.__qualname__ = name
+    metric.__doc__ = doc
+    return metric
 
 
 def _edge_and_attribute_score(score: EpisodeScore) -> float:
@@ -189,3 +178,29 @@ def _scored(example: Any, prediction: Any, value: Callable[[EpisodeScore], float
         )
     score = score_episode(labeled, edges)
     return dspy.Prediction(score=value(score), feedback=feedback_text(score))
+
+
+edge_metric: Final = _metric(
+    "edge_metric",
+    lambda score: score.f1,
+    """DSPy metric: `Prediction(score=edge-F1 of the episode, feedback=plain-words mistakes)`.
+
+    `example.labeled` holds the `LabeledEpisode`; `prediction.edges` the predicted edges. The score is
+    plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores). A prediction
+    without edges scores 0 with feedback saying the program failed.
+
+    `dspy.Evaluate` sums these Predictions as floats and GEPA reads `.score` and `.feedback`. A
+    Prediction is always truthy, so `BootstrapFewShot` needs `metric_threshold` (e.g. 1.0) to reject
+    imperfect traces.
+    """,
+)
+edge_and_attribute_metric: Final = _metric(
+    "edge_and_attribute_metric",
+    _edge_and_attribute_score,
+    """`edge_metric` whose score also counts attributes: what an instruction search tuning `attributes` uses.
+
+    On an episode where the matched edges label attributes, the score is the mean of edge-F1 and
+    attribute accuracy; elsewhere it is edge-F1, as `edge_metric`'s. Without the attribute half, no
+    change to the attribute step's instructions could move the score a search keeps candidates by.
+    """,
+)

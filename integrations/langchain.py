@@ -49,18 +49,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
 from edgewise.domain.types import EntityType, ExtractionResult
-from edgewise.integrations.text_graph import (
-    TextGraphRunner,
-    Triple,
-    caller_type,
-    check_workers,
-    edge_properties,
-    edge_types_for,
-    reference_time_of,
-    run_in_threads,
-    signatures_of,
-    text_episode,
-)
+from edgewise.integrations import text_graph
 
 DEFAULT_NODE_TYPE = "Node"
 """The type of a node without one (`LLMGraphTransformer`'s default)."""
@@ -82,7 +71,7 @@ class EdgewiseGraphTransformer:
         self,
         *,
         allowed_nodes: Sequence[str] | Mapping[str, str] = (),
-        allowed_relationships: Sequence[str] | Sequence[Triple] = (),
+        allowed_relationships: Sequence[str] | Sequence[text_graph.Triple] = (),
         strict_mode: bool = True,
         additional_instructions: str = "",
         num_workers: int = 4,
@@ -104,21 +93,22 @@ class EdgewiseGraphTransformer:
         self.allowed_nodes = list(nodes)
         self.allowed_relationships = list(allowed_relationships)
         self.strict_mode = strict_mode
-        self.num_workers = check_workers(num_workers)
+        self.num_workers = text_graph.check_workers(num_workers)
         self.reference_time = reference_time
         self.reference_time_key = reference_time_key
         self.custom_prompt = additional_instructions
         closed = strict_mode and bool(relations)
         self.entity_types = [EntityType(name=name, description=meaning) for name, meaning in nodes.items()]
-        self.edge_types, self._spelling = edge_types_for(
-            dict.fromkeys(relations, ""), signatures_of(triples) if closed and triples is not None else None
+        self.edge_types, self._spelling = text_graph.edge_types_for(
+            dict.fromkeys(relations, ""),
+            text_graph.signatures_of(triples) if closed and triples is not None else None,
         )
         self._allowed_nodes = {name.casefold() for name in nodes}
         self._allowed_types = {name.casefold() for name in relations}
         self._triples = (
             {tuple(part.casefold() for part in triple) for triple in triples} if triples is not None else None
         )
-        self._runner = TextGraphRunner(
+        self._runner = text_graph.TextGraphRunner(
             program=program,
             model=model,
             api_base=api_base,
@@ -149,7 +139,9 @@ class EdgewiseGraphTransformer:
         self, documents: Sequence[Document], config: RunnableConfig | None = None
     ) -> list[GraphDocument]:
         """The documents as `GraphDocument`s, in order, `num_workers` at a time."""
-        return run_in_threads(self.process_response, list(documents), workers=self._workers(config))
+        return text_graph.run_in_threads(
+            self.process_response, list(documents), workers=self._workers(config)
+        )
 
     async def aconvert_to_graph_documents(
         self, documents: Sequence[Document], config: RunnableConfig | None = None
@@ -173,7 +165,7 @@ class EdgewiseGraphTransformer:
 
     def _workers(self, config: RunnableConfig | None) -> int:
         given = (config or {}).get("max_concurrency")
-        return check_workers(given) if given is not None else self.num_workers
+        return text_graph.check_workers(given) if given is not None else self.num_workers
 
     def _episode(self, document: Document) -> Any:
         """The document as an episode; None without text (nothing to extract, no model call)."""
@@ -185,9 +177,9 @@ class EdgewiseGraphTransformer:
             if key is not None and key in document.metadata
             else ""
         )
-        return text_episode(
+        return text_graph.text_episode(
             document.page_content,
-            reference_time_of(document.metadata, self.reference_time_key, self.reference_time),
+            text_graph.reference_time_of(document.metadata, self.reference_time_key, self.reference_time),
             entity_types=self.entity_types,
             edge_types=self.edge_types,
             custom_prompt=self.custom_prompt,
@@ -204,8 +196,8 @@ class EdgewiseGraphTransformer:
             Relationship(
                 source=nodes[edge.source_entity_name],
                 target=nodes[edge.target_entity_name],
-                type=caller_type(edge.relationship_type, self._spelling),
-                properties=edge_properties(edge),
+                type=text_graph.caller_type(edge.relationship_type, self._spelling),
+                properties=text_graph.edge_properties(edge),
             )
             for edge in result.edges
             if edge.source_entity_name in nodes
@@ -214,7 +206,7 @@ class EdgewiseGraphTransformer:
                 not strict
                 or self._allowed(
                     types[edge.source_entity_name],
-                    caller_type(edge.relationship_type, self._spelling),
+                    text_graph.caller_type(edge.relationship_type, self._spelling),
                     types[edge.target_entity_name],
                 )
             )
@@ -244,8 +236,8 @@ def _names(values: Sequence[str]) -> list[str]:
 
 
 def _relationships(
-    allowed: Sequence[str] | Sequence[Triple], nodes: Mapping[str, str]
-) -> tuple[list[str], list[Triple] | None]:
+    allowed: Sequence[str] | Sequence[text_graph.Triple], nodes: Mapping[str, str]
+) -> tuple[list[str], list[text_graph.Triple] | None]:
     """The relationship types, and the triples when `allowed` gives triples (checked as
     `LLMGraphTransformer` checks them: all names or all triples whose two types are allowed nodes)."""
     if isinstance(allowed, str):
@@ -253,7 +245,7 @@ def _relationships(
     items = list(allowed)
     if all(isinstance(item, str) for item in items):
         return list(dict.fromkeys(items)), None  # type: ignore[arg-type]  (all strings here)
-    triples: list[Triple] = []
+    triples: list[text_graph.Triple] = []
     for item in items:
         if not (
             isinstance(item, list | tuple)

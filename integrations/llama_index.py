@@ -64,18 +64,7 @@ from llama_index.core.indices.property_graph.transformations.schema_llm import (
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
 from edgewise.domain.types import EdgeType, EntityType, ExtractionResult
-from edgewise.integrations.text_graph import (
-    TextGraphRunner,
-    Triple,
-    caller_type,
-    check_workers,
-    edge_properties,
-    edge_types_for,
-    reference_time_of,
-    run_in_threads,
-    signatures_of,
-    text_episode,
-)
+from edgewise.integrations import text_graph
 
 DEFAULT_REFERENCE_TIME_KEY = "reference_time"
 
@@ -95,7 +84,7 @@ class EdgewisePathExtractor(TransformComponent):
     entity_types: list[EntityType]
     edge_types: list[EdgeType]
     type_spelling: dict[str, str]
-    triples: frozenset[Triple] | None
+    triples: frozenset[text_graph.Triple] | None
     relations_by_entity_type: dict[str, frozenset[str]] | None
     strict: bool
     num_workers: int
@@ -103,7 +92,7 @@ class EdgewisePathExtractor(TransformComponent):
     reference_time_key: str | None
     custom_prompt: str
 
-    _runner: TextGraphRunner = PrivateAttr()
+    _runner: text_graph.TextGraphRunner = PrivateAttr()
 
     def __init__(
         self,
@@ -149,10 +138,10 @@ class EdgewisePathExtractor(TransformComponent):
                     "no relation of possible_relations is in kg_validation_schema: with strict=True "
                     "no edge could be written"
                 )
-        edge_types, spelling = edge_types_for(
-            relations, signatures_of(triples) if strict and triples is not None else None
+        edge_types, spelling = text_graph.edge_types_for(
+            relations, text_graph.signatures_of(triples) if strict and triples is not None else None
         )
-        runner = TextGraphRunner(
+        runner = text_graph.TextGraphRunner(
             program=program,
             model=model,
             api_base=api_base,
@@ -173,7 +162,7 @@ class EdgewisePathExtractor(TransformComponent):
                 {kind: frozenset(listed) for kind, listed in by_type.items()} if by_type is not None else None
             ),
             "strict": strict,
-            "num_workers": check_workers(num_workers),
+            "num_workers": text_graph.check_workers(num_workers),
             "reference_time": reference_time,
             "reference_time_key": reference_time_key,
             "custom_prompt": custom_prompt,
@@ -193,7 +182,7 @@ class EdgewisePathExtractor(TransformComponent):
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
         """Extract each node's entities and edges into its metadata, `num_workers` nodes at a time."""
-        return run_in_threads(self._extract_node, list(nodes), workers=self.num_workers)
+        return text_graph.run_in_threads(self._extract_node, list(nodes), workers=self.num_workers)
 
     async def acall(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
@@ -234,9 +223,9 @@ class EdgewisePathExtractor(TransformComponent):
         return self._episode(text, node.metadata, f"node {node.node_id}{timed}")
 
     def _episode(self, text: str, metadata: Mapping[str, Any], where: str) -> Any:
-        return text_episode(
+        return text_graph.text_episode(
             text,
-            reference_time_of(metadata, self.reference_time_key, self.reference_time),
+            text_graph.reference_time_of(metadata, self.reference_time_key, self.reference_time),
             entity_types=self.entity_types,
             edge_types=self.edge_types,
             custom_prompt=self.custom_prompt,
@@ -263,7 +252,7 @@ class EdgewisePathExtractor(TransformComponent):
                 existing_nodes.append(entity)
             for edge in result.edges:
                 source, target = written.get(edge.source_entity_name), written.get(edge.target_entity_name)
-                relation = caller_type(edge.relationship_type, self.type_spelling)
+                relation = text_graph.caller_type(edge.relationship_type, self.type_spelling)
                 if (
                     source is None
                     or target is None
@@ -275,7 +264,7 @@ class EdgewisePathExtractor(TransformComponent):
                         label=relation,
                         source_id=source.id,
                         target_id=target.id,
-                        properties={**metadata, **edge_properties(edge)},
+                        properties={**metadata, **text_graph.edge_properties(edge)},
                     )
                 )
         node.metadata[KG_NODES_KEY] = existing_nodes
@@ -323,7 +312,7 @@ def _named(value: Any, what: str) -> dict[str, str] | None:
     )
 
 
-def _validation(schema: Any) -> tuple[list[Triple] | None, dict[str, list[str]] | None]:
+def _validation(schema: Any) -> tuple[list[text_graph.Triple] | None, dict[str, list[str]] | None]:
     """`kg_validation_schema` as triples, or as LlamaIndex's older dict entity type -> relations."""
     if schema is None:
         return None, None
@@ -331,7 +320,7 @@ def _validation(schema: Any) -> tuple[list[Triple] | None, dict[str, list[str]] 
         schema = schema["relationships"]
     if isinstance(schema, Mapping):
         return None, {str(kind): [str(relation) for relation in listed] for kind, listed in schema.items()}
-    triples: list[Triple] = []
+    triples: list[text_graph.Triple] = []
     for item in schema:
         if not (isinstance(item, list | tuple) and len(item) == 3 and all(isinstance(x, str) for x in item)):
             raise TypeError(

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from edgewise.domain.episode import Episode
 from edgewise.domain.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.calls import call_step, one_answer_each, predicting
+from edgewise.modules.calls import OneEach, answers_each, call_step, predicting
 from edgewise.modules.options import ProgramOptions
 from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
 from edgewise.modules.vocabulary import reply_item_schema
@@ -46,7 +46,7 @@ from edgewise.signatures.extract_edge_attributes import (
 )
 from edgewise.signatures.extract_episode_attributes import ExtractEpisodeAttributes, slots_schema
 from edgewise.signatures.replies import ExtractedEdge
-from edgewise.signatures.schema import ReplySchemas, reply_schemas, with_reply_schemas
+from edgewise.signatures.schema import ReplySchemas, with_reply_schemas
 
 STEP_ATTRIBUTES: Final = "attributes"
 _NO_ATTRIBUTES: Final[dict[str, Any]] = {
@@ -147,6 +147,12 @@ def per_edge(
     return filled
 
 
+_SLOT_EACH: Final = OneEach(
+    "attributes", "attributes_mismatch", "the attribute step", "facts", "no attributes set"
+)
+"""The per-episode attribute call answers one slot per fact."""
+
+
 def per_episode(
     predictor: dspy.Predict,
     edges: list[Edge],
@@ -176,20 +182,8 @@ def per_episode(
         reference_time=format_utc(episode.reference_time),
         facts=facts,
     )
-    with reply_schemas(schemas):
-        reply = call_step(STEP_ATTRIBUTES, context, ask)
-    if reply is None:
-        return edges
-    slots = list(reply.attributes or [])
-    if not one_answer_each(
-        slots,
-        len(targets),
-        context,
-        code="attributes_mismatch",
-        step="the attribute step",
-        items="facts",
-        instead="no attributes set",
-    ):
+    slots = answers_each(STEP_ATTRIBUTES, context, ask, schemas, len(targets), _SLOT_EACH)
+    if slots is None:
         return edges
     filled = list(edges)
     for (position, edge_type), values in zip(targets, slots, strict=True):

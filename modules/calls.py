@@ -34,6 +34,7 @@ from dspy.utils.exceptions import AdapterParseError
 from edgewise.domain.types import ExtractionWarning
 from edgewise.modules.call_context import PARSE_FAILURE, CallContext
 from edgewise.modules.usage import track_step
+from edgewise.signatures.schema import ReplySchemas, reply_schemas
 
 T = TypeVar("T")
 
@@ -126,19 +127,43 @@ def call_step(
     return reply
 
 
-def one_answer_each(
-    answers: list[Any], asked: int, context: CallContext, *, code: str, step: str, items: str, instead: str
-) -> bool:
-    """Whether a reply that answers `asked` items in one call gave exactly one answer each.
+class OneEach(NamedTuple):
+    """A step that answers several items in one call, one answer each, matched to the items by place:
+    the reply's field that holds the answers, and the words of its warning when their count is off."""
 
-    The answers are matched to the items by place, so a reply with another count cannot be matched at
-    all: the step then keeps what it had (`instead` says what), and a warning `code` says that `step`
-    answered so many times for so many `items`.
+    field: str
+    code: str
+    step: str
+    items: str
+    instead: str
+
+
+def answers_each(
+    step: str,
+    context: CallContext,
+    ask: Callable[[dict[str, Any]], Any],
+    schemas: ReplySchemas,
+    asked: int,
+    each: OneEach,
+) -> list[Any] | None:
+    """The answers of one call of `step` (`ask` under `schemas`) to `asked` items, one each; None when
+    the call gave no reply, or another count of answers.
+
+    A reply with another count cannot be matched to the items at all: the step then keeps what it
+    had (`each.instead` says what), and a warning `each.code` says that `each.step` answered so many
+    times for so many `each.items`.
     """
+    with reply_schemas(schemas):
+        reply = call_step(step, context, ask)
+    if reply is None:
+        return None
+    answers = list(getattr(reply, each.field) or [])
     if len(answers) == asked:
-        return True
-    context.note(code, f"{step} answered {len(answers)} times for {asked} {items}: {instead}")
-    return False
+        return answers
+    context.note(
+        each.code, f"{each.step} answered {len(answers)} times for {asked} {each.items}: {each.instead}"
+    )
+    return None
 
 
 def predicting(

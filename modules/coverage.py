@@ -99,15 +99,5 @@ def slot_edges(reply: list[EntitySlot], slots: list[str]) -> list[ExtractedEdge]
     edges: list[ExtractedEdge] = []
     for position, slot in enumerate(reply):
         source = slot.entity if slot.entity in slots or position >= len(slots) else slots[position]
-        edges.extend(
-            ExtractedEdge(
-                relationshipType=edge.relationshipType,
-                sourceEntityName=source,
-                targetEntityName=edge.targetEntityName,
-                fact=edge.fact,
-                validAt=edge.validAt,
-                invalidAt=edge.invalidAt,
-            )
-            for edge in slot.edges
-        )
+        edges.extend(edge.extracted(source) for edge in slot.edges)
     return edges

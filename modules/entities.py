@@ -18,9 +18,11 @@ from typing import Final
 
 from edgewise.domain.episode import Episode
 from edgewise.domain.names import normalize_name
-from edgewise.domain.types import Entity
+from edgewise.domain.types import Entity, ExtractionResult
 from edgewise.modules.call_context import CallContext
+from edgewise.modules.postprocess import postprocess
 from edgewise.signatures.extract_entities import ExtractedEntity
+from edgewise.signatures.replies import ExtractedEdge
 
 UNKNOWN_ENTITY_TYPE: Final = "entity_type_unknown"
 """The warning for an entity whose type is none of the episode's entity types (its type is dropped)."""
@@ -64,3 +66,19 @@ def found_entities(
                 kind = spelling[kind.casefold()]
         kept.append(Entity(name=name, type=kind))
     return kept
+
+
+def one_reply_result(
+    raw: list[ExtractedEdge], episode: Episode, named: Sequence[ExtractedEntity], context: CallContext
+) -> ExtractionResult:
+    """The result of a program whose one reply names entities and edges together (a framework's
+    prompt): the named entities kept by the entity step's rules, unless the episode gave its own
+    (never replaced), then the edges post-processed against the entities in force."""
+    found: list[Entity] | None = None
+    if not episode.entities:
+        declared = [entity_type.name for entity_type in episode.entity_types]
+        found = found_entities(named, declared, context)
+        episode = episode.model_copy(update={"entities": found})
+    edges, cleanup_warnings = postprocess(raw, episode)
+    context.warn_all(cleanup_warnings)
+    return context.result(edges, found)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection
-from typing import Any, Final
+from typing import Any, Final, Generic, Self, TypeVar, overload
 
 import dspy
 
@@ -110,6 +110,29 @@ def program_steps(options: ProgramOptions) -> tuple[Step, ...]:
     return tuple(step for named, step in STEPS if named(options))
 
 
+_Value = TypeVar("_Value")
+
+
+class _ProgramOption(Generic[_Value]):
+    """An attribute of `EdgeExtractor` that is one of its options (`ProgramOptions`, by flat name): read
+    from them, and set by a checked copy of them, so that the options stay the one record of the program."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, program: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, program: EdgeExtractor, owner: type) -> _Value: ...
+    def __get__(self, program: EdgeExtractor | None, owner: type) -> Self | _Value:
+        if program is None:
+            return self
+        return getattr(program.options, self._name)
+
+    def __set__(self, program: EdgeExtractor, value: _Value) -> None:
+        program.options = program.options.model_copy(update={self._name: value})
+
+
 class EdgeExtractor(dspy.Module):
     """Extract edges between an episode's known entities, with dates, usage and warnings.
 
@@ -168,21 +191,8 @@ class EdgeExtractor(dspy.Module):
         if options.entity_step:
             self.find_entities = dspy.Predict(ExtractEntities)
 
-    @property
-    def max_reflexion_rounds(self) -> int:
-        return self.options.max_reflexion_rounds
-
-    @max_reflexion_rounds.setter
-    def max_reflexion_rounds(self, rounds: int) -> None:
-        self.options = self.options.model_copy(update={"max_reflexion_rounds": rounds})
-
-    @property
-    def closed_types(self) -> bool:
-        return self.options.closed_types
-
-    @closed_types.setter
-    def closed_types(self, closed: bool) -> None:
-        self.options = self.options.model_copy(update={"closed_types": closed})
+    max_reflexion_rounds: _ProgramOption[int] = _ProgramOption()
+    closed_types: _ProgramOption[bool] = _ProgramOption()
 
     @property
     def output_shape(self) -> OutputShape:

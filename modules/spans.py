@@ -31,11 +31,4 @@ def span_edge(edge: SpanEdge, parts: list[str]) -> ExtractedEdge:
     a warning, when the number names no sentence)."""
     number = edge.sentence
     fact = parts[number - 1] if isinstance(number, int) and 1 <= number <= len(parts) else ""
-    return ExtractedEdge(
-        relationshipType=edge.relationshipType,
-        sourceEntityName=edge.sourceEntityName,
-        targetEntityName=edge.targetEntityName,
-        fact=fact,
-        validAt=edge.validAt,
-        invalidAt=edge.invalidAt,
-    )
+    return edge.extracted(fact)

@@ -22,7 +22,7 @@ from edgewise.domain.types import Edge, Entity, format_utc
 from edgewise.modules.attribute_grounding import ground_attributes
 from edgewise.modules.attributes import from_reply, in_reply_schema, per_edge, per_episode
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.calls import call_step, one_answer_each, predicting
+from edgewise.modules.calls import OneEach, answers_each, call_step, predicting
 from edgewise.modules.context import extraction_inputs
 from edgewise.modules.coverage import coverage_schema, slot_edges, slot_entities
 from edgewise.modules.date_guards import guard_dates
@@ -503,6 +503,10 @@ SPEAKER_NAMES: Final = EdgesStep("speaker_names", lambda x: add_speaker_names(x.
 """In a labelled transcript, the alias edge from a name to the speaker label it is called by."""
 
 
+_VERDICT_EACH: Final = OneEach("stated", "verify_mismatch", "the precision step", "edges", "every edge kept")
+"""The precision step answers one verdict per edge."""
+
+
 class Verify:
     """The precision step: keep the edges the model says the current episode states.
 
@@ -528,20 +532,10 @@ class Verify:
             **extraction.inputs_named("previous_episodes", "episode_content"),
             candidate_facts=facts,
         )
-        with reply_schemas(verdicts_schema(len(edges))):
-            reply = call_step(STEP_VERIFY, context, ask)
-        if reply is None:
-            return edges
-        verdicts = list(reply.stated or [])
-        if not one_answer_each(
-            verdicts,
-            len(edges),
-            context,
-            code="verify_mismatch",
-            step="the precision step",
-            items="edges",
-            instead="every edge kept",
-        ):
+        verdicts = answers_each(
+            STEP_VERIFY, context, ask, verdicts_schema(len(edges)), len(edges), _VERDICT_EACH
+        )
+        if verdicts is None:
             return edges
         kept: list[Edge] = []
         for edge, stated in zip(edges, verdicts, strict=True):

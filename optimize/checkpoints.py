@@ -2,8 +2,8 @@
 
 DSPy's optimizers return their pick only at the end; a Ctrl-C, a crash or an exhausted budget would
 lose everything found before it. `BestTracker` watches the optimizer's own dev evaluations (as a DSPy
-callback) and hands each new best to `checkpoint_to`'s function, which writes it as an artifact;
-`run_checkpointed` runs the search under the call budget and saves the best so far however it ends.
+callback) and hands each new best to `Checkpoints.save_best`, which writes it as an artifact;
+`Checkpoints.run` runs the search under the call budget and saves the best so far however it ends.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -127,53 +128,50 @@ class SearchOutcome(NamedTuple):
     error: str | None = None
 
 
-def checkpoint_to(
-    out_dir: Path, record: RunRecord, say: Callable[[str], None]
-) -> Callable[[dspy.Module, float], None]:
-    """The `on_new_best` of a run's `BestTracker`: save the new best as an `interrupted` artifact.
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where a run keeps its best program so far: saved into `out_dir` with the manifest `record`
+    makes, each save told through `say`."""
 
-    The status is the one the artifact keeps if the process dies before the run ends; the run's
-    last save replaces it.
-    """
+    out_dir: Path
+    record: RunRecord
+    say: Callable[[str], None]
 
-    def checkpoint(program: dspy.Module, score: float) -> None:
-        save(program, out_dir, record.manifest(program, "interrupted", None))
-        say(f"new best on dev (mean episode F1 {score:.3f}); saved to {out_dir}")
+    def save_best(self, program: dspy.Module, score: float) -> None:
+        """The `on_new_best` of a run's `BestTracker`: save the new best as an `interrupted` artifact.
 
-    return checkpoint
+        The status is the one the artifact keeps if the process dies before the run ends; the run's
+        last save replaces it.
+        """
+        save(program, self.out_dir, self.record.manifest(program, "interrupted", None))
+        self.say(f"new best on dev (mean episode F1 {score:.3f}); saved to {self.out_dir}")
 
+    def run(
+        self, search: Callable[[Meter], SearchResult], best: BestTracker, progress: TextIO | None
+    ) -> SearchOutcome:
+        """Run `search` under the run's call budget with `best` watching, and survive how it may end.
 
-def run_checkpointed(
-    search: Callable[[Meter], SearchResult],
-    *,
-    best: BestTracker,
-    record: RunRecord,
-    out_dir: Path,
-    progress: TextIO | None,
-    say: Callable[[str], None],
-) -> SearchOutcome:
-    """Run `search` under the run's call budget with `best` watching, and survive how it may end.
-
-    An exhausted budget ends the search normally (status `budget_exhausted`), with the best program
-    seen as its result. Ctrl-C or a crash saves the best program so far with that status and
-    propagates. The optimizers' own prints go to `progress`, never to stdout, which carries the summary.
-    """
-    try:
-        with (
-            metered(record.settings.budget, best) as meter,
-            contextlib.redirect_stdout(progress or sys.stderr),
-        ):
-            try:
-                return SearchOutcome(search(meter), "complete")
-            finally:
-                record.usage["search"] = meter.usage()
-    except BudgetExhausted as stop:
-        say(f"{stop}; keeping the best program found")
-        return SearchOutcome(None, "budget_exhausted", str(stop))
-    except BaseException as stop:  # Ctrl-C or a crash: save what was found, then let it propagate
-        status: RunStatus = "interrupted" if isinstance(stop, KeyboardInterrupt) else "failed"
-        error = f"{type(stop).__name__}: {stop}"
-        record.usage.setdefault("search", NO_USAGE)
-        save(best.best, out_dir, record.manifest(best.best, status, None, error=error))
-        say(f"{status}; the best program so far is saved to {out_dir}")
-        raise
+        An exhausted budget ends the search normally (status `budget_exhausted`), with the best program
+        seen as its result. Ctrl-C or a crash saves the best program so far with that status and
+        propagates. The optimizers' own prints go to `progress`, never to stdout, which carries the summary.
+        """
+        record = self.record
+        try:
+            with (
+                metered(record.settings.budget, best) as meter,
+                contextlib.redirect_stdout(progress or sys.stderr),
+            ):
+                try:
+                    return SearchOutcome(search(meter), "complete")
+                finally:
+                    record.usage["search"] = meter.usage()
+        except BudgetExhausted as stop:
+            self.say(f"{stop}; keeping the best program found")
+            return SearchOutcome(None, "budget_exhausted", str(stop))
+        except BaseException as stop:  # Ctrl-C or a crash: save what was found, then let it propagate
+            status: RunStatus = "interrupted" if isinstance(stop, KeyboardInterrupt) else "failed"
+            error = f"{type(stop).__name__}: {stop}"
+            record.usage.setdefault("search", NO_USAGE)
+            save(best.best, self.out_dir, record.manifest(best.best, status, None, error=error))
+            self.say(f"{status}; the best program so far is saved to {self.out_dir}")
+            raise

@@ -21,7 +21,7 @@ import dspy
 
 from edgewise.domain.errors import UsageError
 from edgewise.modules.type_signatures import learn_type_signatures
-from edgewise.optimize.checkpoints import BestTracker, checkpoint_to, run_checkpointed
+from edgewise.optimize.checkpoints import BestTracker, Checkpoints
 from edgewise.optimize.dev_scoring import DevScore, evaluate_program
 from edgewise.optimize.dispatch import search, starting_program, uncompiled_program
 from edgewise.optimize.manifest import RunRecord, demo_provenance, public_model_name
@@ -112,10 +112,11 @@ def optimize(
     record.usage["before"] = meter.usage()
     say(f"dev before: edge-F1 {before.edge_f1:.3f}, mean episode F1 {before.mean_f1:.3f}")
 
+    checkpoints = Checkpoints(out_dir, record, say)
     best = record.search = BestTracker(
-        dev_split.episodes, student.deepcopy(), before.mean_f1, checkpoint_to(out_dir, record, say)
+        dev_split.episodes, student.deepcopy(), before.mean_f1, checkpoints.save_best
     )
-    outcome = run_checkpointed(
+    outcome = checkpoints.run(
         lambda search_meter: search(
             settings,
             start=start,
@@ -132,11 +133,8 @@ def optimize(
             calls_spent=lambda: search_meter.calls.calls,
             say=say,
         ),
-        best=best,
-        record=record,
-        out_dir=out_dir,
-        progress=progress,
-        say=say,
+        best,
+        progress,
     )
     pick = score_pick(outcome.found, best, score, say)
     record.usage["after"] = pick.usage

@@ -49,11 +49,9 @@ with warnings.catch_warnings():  # langchain-community and -experimental announc
     from langchain_experimental.graph_transformers.llm import DEFAULT_NODE_TYPE, LLMGraphTransformer
 
 from edgewise.domain.episode import Episode, TextEpisode
-from edgewise.domain.types import Entity
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
-from edgewise.modules.entities import entity_type_inputs, found_entities
-from edgewise.modules.postprocess import postprocess
+from edgewise.modules.entities import entity_type_inputs, one_reply_result
 from edgewise.modules.program_io import as_episode, result_prediction
 from edgewise.modules.seed_prompt import SeedParseError, configured_lm, reply_text
 from edgewise.modules.steps import STEP_EXTRACT
@@ -193,15 +191,8 @@ class LangChainGraphExtractor(dspy.Module):
             )
             for relationship in graph.relationships
         ]
-        found: list[Entity] | None = None
-        if not read.entities:  # given entities are never replaced, as by the entity step
-            named = [
-                ExtractedEntity(name=str(node.id), type=_node_type(node.type, node_types))
-                for node in _ordered_nodes(graph)
-            ]
-            declared = [entity_type.name for entity_type in read.entity_types]
-            found = found_entities(named, declared, context)
-            read = read.model_copy(update={"entities": found})
-        edges, cleanup_warnings = postprocess(raw, read)
-        context.warn_all(cleanup_warnings)
-        return result_prediction(context.result(edges, found))
+        named = [
+            ExtractedEntity(name=str(node.id), type=_node_type(node.type, node_types))
+            for node in _ordered_nodes(graph)
+        ]
+        return result_prediction(one_reply_result(raw, read, named, context))

@@ -60,11 +60,9 @@ from llama_index.core.output_parsers.utils import extract_json_str
 from llama_index.core.schema import MetadataMode, TextNode
 
 from edgewise.domain.episode import Episode, TextEpisode
-from edgewise.domain.types import Entity
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import call_step
-from edgewise.modules.entities import entity_type_inputs, found_entities
-from edgewise.modules.postprocess import postprocess
+from edgewise.modules.entities import entity_type_inputs, one_reply_result
 from edgewise.modules.program_io import as_episode, result_prediction
 from edgewise.modules.seed_prompt import (
     SeedParseError,
@@ -226,11 +224,4 @@ class LlamaIndexPathExtractor(dspy.Module):
             for subject, _, obj in triplets
             for node in (subject, obj)
         ]
-        found: list[Entity] | None = None
-        if not read.entities:  # given entities are never replaced, as by the entity step
-            declared = [entity_type.name for entity_type in read.entity_types]
-            found = found_entities(named, declared, context)
-            read = read.model_copy(update={"entities": found})
-        edges, cleanup_warnings = postprocess(raw, read)
-        context.warn_all(cleanup_warnings)
-        return result_prediction(context.result(edges, found))
+        return result_prediction(one_reply_result(raw, read, named, context))

@@ -20,6 +20,7 @@ manifests' `task_model`. Any other model (a hosted model string, your own server
 
 from __future__ import annotations
 
+import importlib
 import json
 from functools import cache
 from importlib import resources
@@ -113,39 +114,60 @@ def resolve_program(
     return program.with_entity_step()
 
 
+class _FrameworkProgram(NamedTuple):
+    """A peer's own prompt as a bench program: where it lives, what renders it, and its extra."""
+
+    module: str
+    cls: str
+    renders: str
+    extra: str
+    structured: bool | None  # None: the program has one mode
+
+
+FRAMEWORK_PROGRAMS: Final[dict[str, _FrameworkProgram]] = {
+    "graphiti": _FrameworkProgram(
+        "graphiti_baseline", "GraphitiPromptExtractor", "Graphiti's prompt with graphiti-core", "graphiti", False
+    ),
+    "graphiti-structured": _FrameworkProgram(
+        "graphiti_baseline", "GraphitiPromptExtractor", "Graphiti's prompt with graphiti-core", "graphiti", True
+    ),
+    "llama-index": _FrameworkProgram(
+        "llama_index_baseline", "LlamaIndexPathExtractor", "LlamaIndex's prompt with llama-index-core",
+        "llama-index", False,
+    ),
+    "llama-index-structured": _FrameworkProgram(
+        "llama_index_baseline", "LlamaIndexPathExtractor", "LlamaIndex's prompt with llama-index-core",
+        "llama-index", True,
+    ),
+    "langchain": _FrameworkProgram(
+        "langchain_baseline", "LangChainGraphExtractor", "LangChain's prompt with langchain-experimental",
+        "langchain", None,
+    ),
+}  # fmt: skip
+"""The peers' prompts that `--program` and `--programs` take by name; each needs its framework's extra."""
+
+
+def _framework_program(spec: str) -> dspy.Module:
+    """The bench program `spec` names, or a `ValueError` that says which extra to install."""
+    entry = FRAMEWORK_PROGRAMS[spec]
+    try:
+        module = importlib.import_module(f"edgewise.programs.{entry.module}")
+    except ImportError as error:
+        raise ValueError(
+            f"program {spec!r} renders {entry.renders}: pip install 'edgewise[{entry.extra}]' ({error})"
+        ) from None
+    program_class = getattr(module, entry.cls)
+    return program_class() if entry.structured is None else program_class(structured=entry.structured)
+
+
 def _resolved(spec: str, *, reflexion_rounds: int | None, open_types: bool) -> dspy.Module:
     rounds = reflexion_rounds or 0
     if spec == "seed":
         return SeedPromptExtractor(structured=False, max_reflexion_rounds=rounds)
     if spec == "seed-structured":
         return SeedPromptExtractor(structured=True, max_reflexion_rounds=rounds)
-    if spec in ("graphiti", "graphiti-structured"):
-        try:
-            from edgewise.programs.graphiti_baseline import GraphitiPromptExtractor
-        except ImportError as error:
-            raise ValueError(
-                f"program {spec!r} renders Graphiti's prompt with graphiti-core: pip install 'edgewise[graphiti]' "
-                f"({error})"
-            ) from None
-        return GraphitiPromptExtractor(structured=spec == "graphiti-structured")
-    if spec in ("llama-index", "llama-index-structured"):
-        try:
-            from edgewise.programs.llama_index_baseline import LlamaIndexPathExtractor
-        except ImportError as error:
-            raise ValueError(
-                f"program {spec!r} renders LlamaIndex's prompt with llama-index-core: "
-                f"pip install 'edgewise[llama-index]' ({error})"
-            ) from None
-        return LlamaIndexPathExtractor(structured=spec == "llama-index-structured")
-    if spec == "langchain":
-        try:
-            from edgewise.programs.langchain_baseline import LangChainGraphExtractor
-        except ImportError as error:
-            raise ValueError(
-                f"program {spec!r} renders LangChain's prompt with langchain-experimental: "
-                f"pip install 'edgewise[langchain]' ({error})"
-            ) from None
-        return LangChainGraphExtractor()
+    if spec in FRAMEWORK_PROGRAMS:
+        return _framework_program(spec)
     if spec == UNCOMPILED:
         return EdgeExtractor(max_reflexion_rounds=rounds, closed_types=not open_types)
     from edgewise.programs.artifact import load

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
-from typing import Final
+from typing import Any, Final
 
 import dspy
 
@@ -168,7 +168,14 @@ def extract_files(
     config = lm or LMConfig.from_env()
     bases = list(api_bases) or ([config.api_base] if config.api_base else [])
     stage_config = config.model_copy(update={"api_key": None, "api_base": bases[0] if bases else None})
-    ray_stage.check_settings(stage_config, concurrency=actors, workers=workers, api_bases=bases)
+    # The actors' settings: checked here, before Ray starts, and given to the stage as they were checked.
+    actor_settings: dict[str, Any] = {
+        "lm": stage_config,
+        "concurrency": actors,
+        "workers": workers,
+        "api_bases": bases,
+    }
+    ray_stage.check_settings(**actor_settings)
     resolved, choice = ray_stage.resolve_once(
         program, config, reflexion_rounds=reflexion_rounds, open_types=open_types, find_entities=find_entities
     )
@@ -194,13 +201,7 @@ def extract_files(
                 read_chunks, batch_size=1, batch_format="pyarrow", num_cpus=READ_TASK_CPUS, **_read_pool(ray)
             )
             records = ray_stage.extract(
-                lines,
-                program=resolved,
-                lm=stage_config,
-                concurrency=actors,
-                api_bases=bases,
-                workers=workers,
-                episode_timeout_s=episode_timeout_s,
+                lines, program=resolved, episode_timeout_s=episode_timeout_s, **actor_settings
             )
             try:
                 for batch in records.iter_batches(batch_format="pyarrow", batch_size=None):

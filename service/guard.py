@@ -11,6 +11,7 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 from edgewise.domain.errors import (
@@ -34,6 +35,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 logger = logging.getLogger("edgewise.service")
 
 
+@dataclass(eq=False)
 class GuardMiddleware:
     """Pure ASGI middleware around the /v1/ routes.
 
@@ -47,24 +49,18 @@ class GuardMiddleware:
     stop ends (503 `shutting_down`), the app's task is cancelled, and with it the work it waits for.
     """
 
-    def __init__(
-        self,
-        app: Any,
-        *,
-        api_token: str | None,
-        max_body_bytes: int,
-        read_timeout_s: float,
-        request_timeout_s: float,
-        lifecycle: Lifecycle,
-    ) -> None:
-        from fastapi.security import HTTPBearer
+    app: Any
+    _: KW_ONLY
+    api_token: str | None
+    max_body_bytes: int
+    read_timeout_s: float
+    request_timeout_s: float
+    lifecycle: Lifecycle
+    _bearer: Any = field(init=False, repr=False)
 
-        self.app = app
-        self.api_token = api_token
-        self.max_body_bytes = max_body_bytes
-        self.read_timeout_s = read_timeout_s
-        self.request_timeout_s = request_timeout_s
-        self.lifecycle = lifecycle
+    def __post_init__(self) -> None:
+        from fastapi.security import HTTPBearer  # the serve extra: imported when an app is built
+
         self._bearer = HTTPBearer(auto_error=False)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:

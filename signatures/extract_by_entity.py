@@ -30,6 +30,10 @@ class EntityEdge(BaseModel):
     validAt: str | None = Field(default=None, description=_FIELDS["validAt"].description)
     invalidAt: str | None = Field(default=None, description=_FIELDS["invalidAt"].description)
 
+    def extracted(self, source: str) -> ExtractedEdge:
+        """The seed's edge, from `source` (the slot's entity, which the edge does not repeat)."""
+        return ExtractedEdge(**self.model_dump(), sourceEntityName=source)
+
 
 class EntitySlot(BaseModel):
     """One entity and the edges it is the subject of."""

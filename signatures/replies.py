@@ -96,3 +96,7 @@ class SpanEdge(BaseModel):
     sentence: int = Field(description="the number of the CURRENT EPISODE's sentence that states the fact")
     validAt: _UtcInstant = None
     invalidAt: _UtcInstant = None
+
+    def extracted(self, fact: str) -> ExtractedEdge:
+        """The seed's edge, with `fact` (the sentence the number names) in place of the number."""
+        return ExtractedEdge(**self.model_dump(exclude={"sentence"}), fact=fact)

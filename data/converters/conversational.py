@@ -143,13 +143,13 @@ class ConversationalSourceError(EdgewiseError, ValueError):
     """The hand-written source breaks a rule; the message names conversation, turn and field."""
 
 
-class _SourceRecord(BaseModel):
+class SourceRecord(BaseModel):
     """A record of the source file: camelCase keys, none missing and none unknown, so a typo fails."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
-class SourceEdgeType(_SourceRecord):
+class SourceEdgeType(SourceRecord):
     name: str
     description: str
     symmetric: bool
@@ -159,7 +159,7 @@ class SourceEdgeType(_SourceRecord):
     attributes: tuple[EdgeAttribute, ...] = ()
 
 
-class SourceEdge(_SourceRecord):
+class SourceEdge(SourceRecord):
     """A gold edge with its dates as expressions; `aliases` are extra accepted types for this one edge.
 
     `attributes` holds a value (or null) for every attribute its type declares, and nothing else.
@@ -175,7 +175,7 @@ class SourceEdge(_SourceRecord):
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
 
 
-class SourceTurn(_SourceRecord):
+class SourceTurn(SourceRecord):
     time: str
     text: str
     entities: tuple[str, ...]
@@ -183,14 +183,14 @@ class SourceTurn(_SourceRecord):
     kind: tuple[str, ...] = ()
 
 
-class SourceConversation(_SourceRecord):
+class SourceConversation(SourceRecord):
     id: int
     user: str
     entities: dict[str, str]
     turns: tuple[SourceTurn, ...]
 
 
-class HandwrittenFile(_SourceRecord):
+class HandwrittenFile(SourceRecord):
     """One file of `handwritten/`: the split its episodes go to, and conversations in the source's layout."""
 
     split: Literal["train", "dev"]
@@ -206,10 +206,10 @@ class HandwrittenEpisode(NamedTuple):
     episode: dict[str, Any]
 
 
-class SourceExample(_SourceRecord):
-    """An example episode: its entities with their types, the types it offers, and its gold edges."""
+class SourceEpisodeFields(SourceRecord):
+    """What every hand-written episode states (this file's examples, the injection set's episodes): its
+    time, text and earlier turns, its entities with their types, the types it offers and its gold edges."""
 
-    id: str
     time: str
     text: str
     previous: tuple[str, ...]
@@ -218,7 +218,13 @@ class SourceExample(_SourceRecord):
     edges: tuple[SourceEdge, ...]
 
 
-class ConversationalSource(_SourceRecord):
+class SourceExample(SourceEpisodeFields):
+    """An example episode, by its id."""
+
+    id: str
+
+
+class ConversationalSource(SourceRecord):
     """The whole hand-labeled file: the type inventory, the conversations and the unlabeled examples."""
 
     edge_types: tuple[SourceEdgeType, ...]

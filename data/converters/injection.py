@@ -33,11 +33,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
 from edgewise.data.converters import conversational
-from edgewise.data.converters.conversational import SourceEdge, SourceEdgeType, to_jsonl
+from edgewise.data.converters.conversational import (
+    SourceEdgeType,
+    SourceEpisodeFields,
+    SourceRecord,
+    to_jsonl,
+)
 from edgewise.domain.errors import EdgewiseError
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.names import field_path
@@ -71,39 +75,29 @@ class InjectionSourceError(EdgewiseError, ValueError):
     """The hand-written source breaks a rule; the message names the episode and field."""
 
 
-class _Record(BaseModel):
-    """A record of the source file: camelCase keys, none missing and none unknown, so a typo fails."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-class SourceInjectedEdge(_Record):
+class SourceInjectedEdge(SourceRecord):
     type: str
     source: str
     target: str
 
 
-class SourceInjection(_Record):
+class SourceInjection(SourceRecord):
     """An injected span, verbatim from the episode's text, and the edges it asks a memory to write."""
 
     text: str
     edges: tuple[SourceInjectedEdge, ...]
 
 
-class SourceEpisode(_Record):
+class SourceEpisode(SourceEpisodeFields):
+    """An episode: the fields of a conversational example, with what it embeds and the injections in it."""
+
     id: int
     kind: tuple[Kind, ...]
     language: str
-    time: str
-    text: str
-    previous: tuple[str, ...]
-    entities: dict[str, str]
-    types: tuple[str, ...]
-    edges: tuple[SourceEdge, ...]
     injections: tuple[SourceInjection, ...]
 
 
-class InjectionSource(_Record):
+class InjectionSource(SourceRecord):
     episodes: tuple[SourceEpisode, ...]
 
 

@@ -637,3 +637,17 @@ def test_pair_matches_are_a_maximum_and_scores_validate(ep: LabeledEpisode, pred
     s = score_episode(ep, preds)
     assert s.pair_tp == _brute_force_matches(ep, preds, typed=False)
     assert EpisodeScore(**dict(s)) == s
+
+
+def test_each_metric_takes_dspy_s_five_parameters_under_its_own_name() -> None:
+    """GEPA binds five arguments to a metric; `dspy.Evaluate` names a metric function by `__name__`."""
+    import inspect
+
+    from edgewise.eval.feedback import edge_and_attribute_metric
+
+    for metric, name in (
+        (edge_metric, "edge_metric"),
+        (edge_and_attribute_metric, "edge_and_attribute_metric"),
+    ):
+        inspect.signature(metric).bind(None, None, None, None, None)
+        assert metric.__name__ == name and metric.__doc__

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
+
+import dspy
 
 from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.calls import one_answer_each
+from edgewise.modules.calls import OneEach, answers_each
 
 
 def _edge() -> Edge:
@@ -40,10 +44,14 @@ def test_capped_keeps_the_first_items_and_warns_only_when_it_cut() -> None:
 
 def test_a_reply_with_another_count_of_answers_is_refused_with_a_warning_that_counts_both() -> None:
     context = CallContext()
-    words = {"code": "verify_mismatch", "step": "the precision step", "items": "edges"}
-    assert one_answer_each([True, False], 2, context, **words, instead="every edge kept")
+    each = OneEach("stated", "verify_mismatch", "the precision step", "edges", "every edge kept")
+
+    def replying(*verdicts: bool) -> Callable[[dict[str, Any]], dspy.Prediction]:
+        return lambda settings: dspy.Prediction(stated=list(verdicts))
+
+    assert answers_each("verify", context, replying(True, False), {}, 2, each) == [True, False]
     assert context.warnings == []
-    assert not one_answer_each([True], 3, context, **words, instead="every edge kept")
+    assert answers_each("verify", context, replying(True), {}, 3, each) is None
     (warning,) = context.warnings
     assert warning.code == "verify_mismatch"
     assert warning.message == "the precision step answered 1 times for 3 edges: every edge kept"

@@ -500,6 +500,29 @@ def test_every_serve_flag_has_help_with_an_example() -> None:
     assert (args.host, args.program, args.func) == ("127.0.0.1", None, serve_cli.run)  # None: the model's own
 
 
+def test_every_limit_flag_reaches_create_app_under_its_parameter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EDGEWISE_API_TOKEN", raising=False)
+    passed: dict[str, Any] = {}
+
+    def recording_create_app(program: Any, lm: Any, **kwargs: Any) -> Any:
+        passed.update(kwargs)
+        return create_app(program, lm, **kwargs)
+
+    monkeypatch.setattr(serve_cli, "create_app", recording_create_app)
+    with MockOpenAIServer(content=EDGES_REPLY) as server:
+        _run_serve(
+            monkeypatch,
+            "--model", "openai/mock", "--api-base", server.api_base, "--no-cache",
+            "--workers", "3", "--max-queue", "7", "--max-body-bytes", "5000", "--max-entities", "9",
+            "--max-batch", "4", "--request-timeout", "11", "--read-timeout", "2",
+        )  # fmt: skip
+    assert (
+        passed["workers"], passed["max_queue"], passed["max_body_bytes"], passed["max_entities"],
+        passed["max_batch"], passed["request_timeout_s"], passed["read_timeout_s"],
+    ) == (3, 7, 5000, 9, 4, 11.0, 2.0)  # fmt: skip
+    assert "max_connections" not in passed and "shutdown_timeout" not in passed
+
+
 def _run_serve(monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[Any, dict[str, Any]]:
     captured: dict[str, Any] = {}
 
