@@ -165,7 +165,9 @@ def add_open_types_argument(parser: argparse.ArgumentParser) -> None:
 
 _PROGRAM_HELP: Final = (
     "compiled program directory or shipped name, or default (the uncompiled program) / seed / "
-    "seed-structured / graphiti / graphiti-structured (default: the shipped program compiled for --model, "
+    "seed-structured / graphiti / graphiti-structured / llama-index / llama-index-structured / langchain "
+    "(the peers' own prompts; LlamaIndex's and LangChain's find their own entities) "
+    "(default: the shipped program compiled for --model, "
     "qwen2.5-coder-1.5b-program-v2 for local; default for any other model). "
     "Example: --program runs/prog"
 )
