@@ -8,6 +8,7 @@ never counted as naming a different entity.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 from typing import Final
@@ -54,3 +55,10 @@ def field_path(location: tuple[int | str, ...]) -> str:
     for part in location:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path
+
+
+@lru_cache(maxsize=4096)
+def to_screaming_snake(name: str) -> str:
+    """A relationship type's one spelling: worksAt, works at, Works-At, WORKS_AT -> WORKS_AT."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
+    return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", spaced) if part).upper()

@@ -39,11 +39,10 @@ from pydantic import BaseModel
 
 from edgewise.domain.episode import Episode
 from edgewise.domain.gold import GoldEdge, LabeledEpisode
-from edgewise.domain.names import normalize_name
+from edgewise.domain.names import normalize_name, to_screaming_snake
 from edgewise.domain.types import Edge
 from edgewise.eval.records import EpisodeScore
 from edgewise.eval.scoring import score_episode
-from edgewise.modules.postprocess import to_screaming_snake
 
 COPULAS: Final = ("IS", "ARE", "WAS", "WERE")
 LINKING_PREPOSITIONS: Final = ("OF", "AT", "IN", "ON", "TO", "WITH", "FOR")

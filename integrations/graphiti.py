@@ -78,6 +78,7 @@ from edgewise.domain.errors import (
     REASON_SERVER_ERROR,
     REASON_TIMEOUT,
 )
+from edgewise.domain.names import to_screaming_snake
 from edgewise.domain.types import AttributeValue, Edge, EdgeAttribute, EdgeType, format_utc
 from edgewise.integrations.graphiti_prompt import (
     UnreadablePrompt,
@@ -88,7 +89,6 @@ from edgewise.integrations.graphiti_prompt import (
     read_fact,
     with_batch_facts,
 )
-from edgewise.modules.postprocess import to_screaming_snake
 from edgewise.runtime.faults import failure_reason
 
 logger = logging.getLogger("edgewise.integrations.graphiti")

@@ -27,9 +27,9 @@ from typing import Any, Final, TypeVar
 from pydantic import ValidationError
 
 from edgewise.domain.episode import TextEpisode
+from edgewise.domain.names import to_screaming_snake
 from edgewise.domain.types import Edge, EdgeType, EntityType, ExtractionResult, format_utc
 from edgewise.modules.concurrency import run_concurrently
-from edgewise.modules.postprocess import to_screaming_snake
 
 logger = logging.getLogger("edgewise.integrations")
 

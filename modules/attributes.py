@@ -28,11 +28,12 @@ import dspy
 from pydantic import ValidationError
 
 from edgewise.domain.episode import Episode
+from edgewise.domain.names import to_screaming_snake
 from edgewise.domain.types import AttributeValue, Edge, EdgeType, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.calls import OneEach, answers_each, call_step, predicting
 from edgewise.modules.options import ProgramOptions
-from edgewise.modules.postprocess import cap_attributes, to_screaming_snake
+from edgewise.modules.postprocess import cap_attributes
 from edgewise.modules.vocabulary import reply_item_schema
 from edgewise.signatures.attributes_in_reply import (
     EDGES_FIELD,

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from edgewise.domain.episode import Episode
+from edgewise.domain.names import to_screaming_snake
 from edgewise.modules.coverage import slot_types
-from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
+from edgewise.modules.postprocess import EntityIndex
 from edgewise.modules.transcript import note_messages
 from edgewise.modules.type_signatures import PairRule
 from edgewise.modules.typed_grammar import pair_types, typed_branches

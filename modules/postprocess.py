@@ -15,6 +15,7 @@ from typing import Final
 
 from edgewise.domain.episode import Episode
 from edgewise.domain.names import normalize_name as name_key
+from edgewise.domain.names import to_screaming_snake
 from edgewise.domain.types import AttributeValue, Edge, ExtractionWarning, format_utc
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
@@ -27,12 +28,6 @@ _NULL_DATE_STRINGS: Final = frozenset({"", "null", "none", "n/a", "unknown"})
 _YEAR: Final = re.compile(r"^\s*(\d{4})\s*$")
 _YEAR_MONTH: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})\s*$")
 _DATE: Final = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
-
-
-def to_screaming_snake(name: str) -> str:
-    """worksAt, works at, Works-At, WORKS_AT -> WORKS_AT."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
-    return "_".join(part for part in re.split(r"[^A-Za-z0-9]+", spaced) if part).upper()
 
 
 class EntityIndex:

@@ -23,10 +23,10 @@ import re
 from typing import Final, NamedTuple
 
 from edgewise.domain.episode import Episode
-from edgewise.domain.names import FORMS_OF_ADDRESS
+from edgewise.domain.names import FORMS_OF_ADDRESS, to_screaming_snake
 from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
-from edgewise.modules.postprocess import edge_key, to_screaming_snake
+from edgewise.modules.postprocess import edge_key
 
 ALIAS_TYPES: Final = ("ALSO_KNOWN_AS", "SAME_AS", "ALIAS_OF", "ALTERNATE_NAME", "KNOWN_AS", "AKA")
 """Relationship types that say two names are one entity, in the order one is chosen."""

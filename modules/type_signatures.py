@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from edgewise.domain.episode import Episode
 from edgewise.domain.gold import LabeledEpisode
+from edgewise.domain.names import to_screaming_snake
 from edgewise.domain.types import Edge, ExtractionWarning
 from edgewise.modules.call_context import CallContext
 from edgewise.modules.options import Retype
@@ -74,8 +75,10 @@ class PairRule:
     def __init__(
         self, episode: Episode, signatures: TypeSignatures | None, *, unseen_types_open: bool = False
     ) -> None:
+        # Keyed by the type's one spelling: a reply's types are SCREAMING_SNAKE_CASE by the time they
+        # are checked, whatever spelling the episode declared them in (worksAt, WORKS_AT).
         self._declared: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {
-            edge_type.name: (
+            to_screaming_snake(edge_type.name): (
                 frozenset(edge_type.source_types) if edge_type.source_types is not None else None,
                 frozenset(edge_type.target_types) if edge_type.target_types is not None else None,
             )
@@ -84,10 +87,10 @@ class PairRule:
         }
         self._learned = signatures
         self._known = signatures.entity_types() if signatures is not None and unseen_types_open else None
-        self.symmetric = frozenset(t.name for t in episode.edge_types if t.symmetric)
+        self.symmetric = frozenset(to_screaming_snake(t.name) for t in episode.edge_types if t.symmetric)
 
     def constrained(self, relationship_type: str) -> bool:
-        return relationship_type in self._declared or (
+        return to_screaming_snake(relationship_type) in self._declared or (
             self._learned is not None and self._learned.allows(relationship_type) is not None
         )
 
@@ -100,6 +103,7 @@ class PairRule:
         """
         if source_type is None or target_type is None or not self.constrained(relationship_type):
             return True
+        relationship_type = to_screaming_snake(relationship_type)
         if (
             self._known is not None
             and relationship_type not in self._declared

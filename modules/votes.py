@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgewise.domain.episode import Episode
-from edgewise.modules.postprocess import EntityIndex, to_screaming_snake
+from edgewise.domain.names import to_screaming_snake
+from edgewise.modules.postprocess import EntityIndex
 from edgewise.signatures.replies import ExtractedEdge
 
 

@@ -253,3 +253,35 @@ def test_a_hosted_model_sent_no_vocabulary_still_gets_only_listed_types(scripted
 def test_a_date_outside_the_calendar_is_null_with_a_reason_not_a_crash(value: str) -> None:
     parsed, problem = parse_date(value, None)
     assert parsed is None and problem is not None
+
+
+def test_a_signature_holds_whatever_spelling_the_type_is_declared_in():
+    from edgewise.domain.episode import Episode
+    from edgewise.modules.postprocess import postprocess
+    from edgewise.signatures.replies import ExtractedEdge
+
+    def kept(declared_name: str) -> list[str]:
+        episode = Episode.model_validate(
+            {
+                "episodeContent": "Ann works at Acme in Leeds.",
+                "referenceTime": "2025-01-01T00:00:00Z",
+                "entities": [
+                    {"name": "Ann", "type": "Person"},
+                    {"name": "Acme", "type": "Organization"},
+                    {"name": "Leeds", "type": "Location"},
+                ],
+                "edgeTypes": [
+                    {"name": declared_name, "sourceTypes": ["Person"], "targetTypes": ["Organization"]}
+                ],
+            }
+        )
+        replies = [
+            ExtractedEdge(
+                relationshipType="WORKS_AT", sourceEntityName="Ann", targetEntityName=target, fact="x"
+            )
+            for target in ("Acme", "Leeds")
+        ]
+        edges, _ = postprocess(replies, episode)
+        return [edge.target_entity_name for edge in edges]
+
+    assert kept("WORKS_AT") == kept("worksAt") == ["Acme"]
