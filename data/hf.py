@@ -53,6 +53,7 @@ def features() -> Any:
             "source": text,
             "license": text,
             "exhaustive": Value("bool"),
+            "exhaustiveEntities": Value("bool"),
             "episodeContent": text,
             "previousEpisodes": List(text),
             "entities": List(entity),

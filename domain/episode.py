@@ -253,7 +253,18 @@ def episode_model(finds_entities: bool) -> type[Episode]:
     return TextEpisode if finds_entities else Episode
 
 
-LABELED_FIELDS: Final = frozenset({"id", "source", "license", "exhaustive", "edges", "injections"})
+LABELED_FIELDS: Final = frozenset(
+    {
+        "id",
+        "source",
+        "license",
+        "exhaustive",
+        "exhaustiveEntities",
+        "exhaustive_entities",
+        "edges",
+        "injections",
+    }
+)
 """The fields `gold.LabeledEpisode` adds to an episode (tests/signatures/test_signatures.py checks that they agree):
 named here, since the labeled episode is built on this one."""
 

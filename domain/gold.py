@@ -56,6 +56,10 @@ class LabeledEpisode(Episode):
     source: str
     license: str
     exhaustive: bool = True
+    exhaustive_entities: bool = Field(default=False, exclude_if=lambda value: not value)
+    """True when `entities` holds every entity the episode names (besides context entities the caller
+    knew): only then can an entity step's extra entity be told wrong, so the entity metric scores only
+    such episodes (`edgewise.eval.entity_metric`). Written only when true."""
     edges: list[GoldEdge] = Field(default_factory=list)
     injections: list[Injection] = Field(default_factory=list)
 

@@ -17,10 +17,10 @@ gold edge it is.
 Which gold entities count: the listed entities that the episode names (a name's words are a run of
 the episode's words) or that a gold edge joins. A listed entity that is neither (the user of an
 assistant chat named three turns ago, a city of a previous episode) is context the caller knew: not
-finding it is no miss, and finding it is no error. Only sources whose entity lists hold every entity
-their episodes name are scored (`ENTITY_EXHAUSTIVE_SOURCES`, data/README.md); on the others (DialogRE
-lists the speakers and the relation arguments, TempReason and TimeQA the question's two) an entity
-the list lacks could not be told from a wrong one, and `score_entities` gives None.
+finding it is no miss, and finding it is no error. Only episodes whose entity list holds every entity they name are scored
+(`exhaustiveEntities`, data/README.md: the conversational and Re-DocRED episodes); on the others
+(DialogRE lists the speakers and the relation arguments, TempReason and TimeQA the question's two) an
+entity the list lacks could not be told from a wrong one, and `score_entities` gives None.
 """
 
 from __future__ import annotations
@@ -36,9 +36,6 @@ from edgewise.domain.names import normalize_name
 from edgewise.domain.types import Edge, Entity, summed
 from edgewise.eval.open_vocabulary import alias_aware_score
 from edgewise.eval.records import EpisodeScore, f1_of, ratio
-
-ENTITY_EXHAUSTIVE_SOURCES: Final = frozenset({"conversational", "redocred"})
-"""Sources whose entity lists hold every entity their episodes name (data/README.md)."""
 
 _WORD: Final = re.compile(r"\w+")
 
@@ -127,8 +124,8 @@ def counted(gold: LabeledEpisode) -> list[bool]:
 
 
 def score_entities(gold: LabeledEpisode, predicted: Sequence[Entity]) -> EntityScore | None:
-    """The episode's entity counts, or None where its source's entity list is not exhaustive."""
-    if gold.source not in ENTITY_EXHAUSTIVE_SOURCES:
+    """The episode's entity counts, or None where its entity list is not marked exhaustive."""
+    if not gold.exhaustive_entities:
         return None
     matched = match_entities(gold.entities, predicted)
     counts = counted(gold)

@@ -354,6 +354,7 @@ def convert_window(
         source=SOURCE,
         license=LICENSE,
         exhaustive=True,
+        exhaustive_entities=True,
         episode_content=content,
         previous_episodes=[texts[i].text for i in range(window.previous_start, window.start)],
         entities=[

@@ -11,6 +11,7 @@ GOLD = LabeledEpisode.model_validate(
     {
         "id": "conv-1-2",
         "source": "conversational",
+        "exhaustiveEntities": True,
         "license": "CC-BY-4.0",
         "episodeContent": "I start at Northwind Labs on May 6. Dr. Hoffmann says my knee is fine.",
         "referenceTime": "2025-04-01T00:00:00Z",
@@ -55,8 +56,8 @@ def test_found_missed_spurious_and_context_entities():
     assert round(score.f1, 3) == round(2 * 2 / (2 * 2 + 1 + 1), 3)
 
 
-def test_a_source_without_exhaustive_entity_lists_is_not_scored():
-    other = GOLD.model_copy(update={"source": "dialogre"})
+def test_an_episode_without_an_exhaustive_entity_list_is_not_scored():
+    other = GOLD.model_copy(update={"exhaustive_entities": False})
     assert score_entities(other, entities(("Maya", None))) is None
 
 
