@@ -116,6 +116,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Example: --open-vocabulary",
     )
     parser.add_argument(
+        "--withhold-entities",
+        action="store_true",
+        help="send every episode as text alone, without its entities: edgewise programs run with their "
+        "entity step, llama-index and langchain find their own, and seed/graphiti are reported as unable; "
+        "adds each run's entity-F1 (on lines marked exhaustiveEntities) and the alias-aware edge-F1 through "
+        "the entities it found. Example: --withhold-entities",
+    )
+    parser.add_argument(
         "--reflexion-rounds",
         type=int,
         help="rounds of missed-fact review for every program (default: each program's own; 0 for default "
@@ -225,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             baseline=args.baseline,
             open_vocabulary=args.open_vocabulary,
+            withhold_entities=args.withhold_entities,
         )
     except BenchInterrupted as interrupted:
         _print_report(interrupted.report, out_dir)

@@ -44,6 +44,13 @@ from edgewise.eval.bench_records import (
     InjectionSummary,
     RunSummary,
 )
+from edgewise.eval.entity_metric import (
+    EntityScore,
+    end_to_end_score,
+    entity_f1_ci95,
+    score_entities,
+    withheld,
+)
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html
 from edgewise.eval.injection import count_injections, injection_rate
@@ -53,6 +60,8 @@ from edgewise.eval.pricing import price_usd
 from edgewise.eval.records import Counts, EpisodeScore
 from edgewise.eval.report import write_reports, write_results_json
 from edgewise.eval.scoring import aggregate, score_episode
+from edgewise.modules.extractor import EdgeExtractor
+from edgewise.modules.program_io import input_model
 from edgewise.programs.artifact_errors import ArtifactError
 from edgewise.programs.lora_adapter import program_adapter
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context, open_lm, redact
@@ -140,7 +149,9 @@ class _RunState:
     summary: RunSummary
     config: LMConfig
     open_vocabulary: bool = False
+    withhold_entities: bool = False
     scores: list[EpisodeScore] = field(default_factory=list)
+    entity_scores: list[EntityScore] = field(default_factory=list)
     alias_aware_scores: list[EpisodeScore] = field(default_factory=list)
     predicted_edges: list[Edge] = field(default_factory=list)
     gold_edges: list[GoldEdge] = field(default_factory=list)
@@ -156,8 +167,16 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
     state.predicted_edges.extend(edges)
     state.gold_edges.extend(job.labeled.edges)
     alias_aware = None
-    if state.open_vocabulary:
+    entities = None
+    if state.withhold_entities:
+        found = result.entities if result is not None and result.entities is not None else []
+        entities = score_entities(job.labeled, found)
+        if entities is not None:
+            state.entity_scores.append(entities)
+        aware = end_to_end_score(job.labeled, found, edges)
+    elif state.open_vocabulary:
         aware = alias_aware_score(job.labeled, edges)
+    if state.withhold_entities or state.open_vocabulary:
         state.alias_aware_scores.append(aware)
         alias_aware = Counts(tp=aware.tp, fp=aware.fp, fn=aware.fn)
     message = None
@@ -181,6 +200,7 @@ def _record_episode(state: _RunState, job: _Job, outcome: Outcome, log: EpisodeL
         warnings=len(result.warnings) if result is not None else 0,
         **{name: getattr(score, name) for name in _SCORE_NUMBERS},
         alias_aware=alias_aware,
+        entities=entities,
         injections=injected.injections,
         injected_edges=injected.injected_edges,
     )
@@ -213,6 +233,9 @@ def _finish(state: _RunState, *, seed: int, complete: bool) -> RunSummary:
         summary.edge_f1_alias_aware_ci95 = bootstrap_ci(
             state.alias_aware_scores, n_resamples=DEFAULT_RESAMPLES, seed=seed
         )
+    if state.entity_scores:
+        summary.entities = sum(state.entity_scores, EntityScore())
+        summary.entity_f1_ci95 = entity_f1_ci95(state.entity_scores, n_resamples=DEFAULT_RESAMPLES, seed=seed)
     per_source = summary.scores.per_source.values()
     summary.edge_f1_macro_sources = (
         sum(s.edge_f1 for s in per_source) / len(per_source) if per_source else None
@@ -278,6 +301,7 @@ def run_bench(
     lm_factory: LMFactory | None = None,
     baseline: str | None = None,
     open_vocabulary: bool = False,
+    withhold_entities: bool = False,
 ) -> BenchReport:
     """Run every program with every model over `episodes`, score them, and write the reports.
 
@@ -295,7 +319,11 @@ def run_bench(
     per source, `compare_to_baseline`). `open_vocabulary` sends every episode without its `edgeTypes`
     (scored against its gold as labeled) and adds the alias-aware edge-F1 of
     `edgewise.eval.open_vocabulary` to every run. When some episode labels injections, every run also
-    gets its injected-edge rate (`edgewise.eval.injection`), paired against the baseline's. Raises
+    gets its injected-edge rate (`edgewise.eval.injection`), paired against the baseline's.
+    `withhold_entities` sends every episode as text alone: an edgewise program runs with its entity
+    step added (`with_entity_step`), a program that finds entities itself (LlamaIndex's and LangChain's
+    prompts) as it is, and any other gets a run that says it cannot; every run then gets its entity-F1
+    (`edgewise.eval.entity_metric`) and the alias-aware edge-F1 through the entities it found. Raises
     `BenchInterrupted` (a `KeyboardInterrupt` carrying the partial report) on Ctrl-C, after writing
     what was done.
     """
@@ -328,13 +356,18 @@ def run_bench(
         reflexion_rounds=reflexion_rounds,
         open_types=open_types,
         open_vocabulary=open_vocabulary,
+        withhold_entities=withhold_entities,
         baseline=baseline,
         models=[table_model_label(config) for config in models],
         programs=list(programs),
         data=summarize_data(episodes),
     )
     sent = without_vocabulary if open_vocabulary else (lambda episode: episode)
-    jobs = [_Job(labeled, sent(labeled.episode())) for labeled in episodes]
+    if withhold_entities:
+        resolved = _finding_entities(resolved, report, len(episodes))
+        jobs = [_Job(labeled, withheld(sent(labeled.episode()))) for labeled in episodes]
+    else:
+        jobs = [_Job(labeled, sent(labeled.episode())) for labeled in episodes]
     with EpisodeLog(out_path, episodes) as log:
         try:
             _run_models(report, models, resolved, jobs, lm_factory, log, workers=workers, progress=progress)
@@ -400,6 +433,7 @@ def _run_models(
                             ),
                             served,
                             open_vocabulary=report.open_vocabulary,
+                            withhold_entities=report.withhold_entities,
                         )
                         _run_program(state, program, jobs, workers=workers, progress=progress, log=log)
                         report.runs.append(_finish(state, seed=report.seed, complete=True))
@@ -411,6 +445,25 @@ def _run_models(
                             write_html(so_far, out_path, plot=False)
     except KeyboardInterrupt:
         raise _Interrupted(state) from None
+
+
+def _finding_entities(
+    programs: dict[str, dspy.Module], report: BenchReport, planned: int
+) -> dict[str, dspy.Module]:
+    """The programs as they run on text alone: an edgewise program with its entity step, a program
+    that finds entities itself as it is; any other gets a run on every model that says why not."""
+    runnable: dict[str, dspy.Module] = {}
+    for spec, program in programs.items():
+        if isinstance(program, EdgeExtractor):
+            runnable[spec] = program.with_entity_step()
+        elif input_model(program).entities_required:
+            for label in report.models:
+                report.runs.append(
+                    _unrun(report, label, spec, planned, "finds no entities: it needs them given")
+                )
+        else:
+            runnable[spec] = program
+    return runnable
 
 
 def _unrun(report: BenchReport, label: str, spec: str, planned: int, message: str) -> RunSummary:

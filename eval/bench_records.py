@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from edgewise.domain.types import StepUsage
+from edgewise.eval.entity_metric import EntityScore
 from edgewise.eval.injection import InjectionRate
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.open_vocabulary import TypeShare
@@ -47,7 +48,11 @@ class EpisodeRun(BaseModel):
     attribute_supported: Count
 
     alias_aware: Counts | None = None
-    """With `--open-vocabulary`: the counts of the alias-aware edge-F1 (`edgewise.eval.open_vocabulary`)."""
+    """With `--open-vocabulary`: the counts of the alias-aware edge-F1 (`edgewise.eval.open_vocabulary`);
+    with `--withhold-entities`, of the same edge-F1 through the program's own entities
+    (`edgewise.eval.entity_metric.end_to_end_score`)."""
+    entities: EntityScore | None = None
+    """With `--withhold-entities`, on an episode whose entity list is exhaustive: the entity counts."""
     injections: Count
     """The episode's labeled injections (`edgewise.eval.injection`); 0 and left out of JSON when none."""
     injected_edges: Count
@@ -143,6 +148,9 @@ class RunSummary(BaseModel):
     edge_f1_alias_aware_ci95: tuple[float, float] | None = None
     alias_aware_comparison: PairedResult | None = None
     """The alias-aware edge-F1 minus the baseline program's, paired on the same episodes."""
+    entities: EntityScore | None = None
+    """With `--withhold-entities`: the entity counts pooled over the episodes with exhaustive lists."""
+    entity_f1_ci95: tuple[float, float] | None = None
     type_shares: list[TypeShare] = Field(default_factory=list)
     """Every relationship type the run wrote, most written first, with the gold's share of it."""
     failed_episodes: int = 0
@@ -206,6 +214,9 @@ class BenchReport(BaseModel):
     open_types: bool = False
     open_vocabulary: bool = False
     """The episodes were sent without their `edgeTypes` (scored against their gold as labeled)."""
+    withhold_entities: bool = False
+    """The episodes were sent without their entities: each program found its own (entity-F1, and the
+    alias-aware edge-F1 through the entities it found)."""
     baseline: str | None = None
     bootstrap_resamples: int = DEFAULT_RESAMPLES
     models: list[str]

@@ -31,9 +31,11 @@ from typing import Final
 
 from pydantic import BaseModel, computed_field
 
+from edgewise.domain.episode import Episode, TextEpisode
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.names import normalize_name
 from edgewise.domain.types import Edge, Entity, summed
+from edgewise.eval.intervals import bootstrap
 from edgewise.eval.open_vocabulary import alias_aware_score
 from edgewise.eval.records import EpisodeScore, f1_of, ratio
 
@@ -71,6 +73,22 @@ class EntityScore(BaseModel):
 
     def __add__(self, other: EntityScore) -> EntityScore:
         return summed(self, other)
+
+
+def withheld(episode: Episode) -> TextEpisode:
+    """`episode` as text alone: its entities withheld, everything else as given (the entity types an
+    entity step is shown then come from the relationship types' signatures)."""
+    return TextEpisode.model_validate(episode.model_dump(by_alias=True, exclude={"entities"}))
+
+
+def entity_f1_ci95(
+    scores: Sequence[EntityScore], *, n_resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """The percentile 95% interval of the pooled entity-F1, resampling whole episodes (`eval.intervals`)."""
+    rows = [(score.tp, score.fp, score.fn) for score in scores]
+    return bootstrap(
+        [rows], lambda sums: f1_of(*(int(value) for value in sums[0])), n_resamples=n_resamples, seed=seed
+    )
 
 
 def _words(name: str) -> tuple[str, ...]:

@@ -189,6 +189,8 @@ def markdown_table(report: BenchReport) -> str:
         lines.extend(["", *injections])
     if report.open_vocabulary:
         lines.extend(["", *open_vocabulary_table(report)])
+    if report.withhold_entities:
+        lines.extend(["", *withheld_entities_table(report)])
     return "\n".join(lines) + "\n"
 
 
@@ -295,6 +297,43 @@ def _top_type(run: RunSummary) -> str:
         return _MISSING
     top = run.type_shares[0]
     return f"{top.type} {top.share:.2f} (gold {top.gold_share:.2f})"
+
+
+def withheld_entities_table(report: BenchReport) -> list[str]:
+    """With `--withhold-entities`: each run's entity scores and its edge-F1 through its own entities."""
+    lines = [
+        "Entities withheld (episodes sent as text alone): entity precision, recall and F1 over the episodes "
+        "whose entity list is exhaustive, names matched one to one (alike, then by a run of words), entities "
+        "the episode neither names nor joins by a gold edge excused (`edgewise.eval.entity_metric`); type "
+        "accuracy over the matched entities with a gold type; edge-F1 alias-aware, each edge's ends renamed to "
+        "the gold entities they matched"
+        + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else "")
+        + ".",
+        "",
+        "| model | program | entity-F1 [95% CI] | entity P | entity R | type acc. | edge-F1 through found entities [95% CI] | Δ edge-F1 | parse failures |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in report.runs:
+        if run.scores is None:
+            continue
+        found = run.entities
+        low, high = run.entity_f1_ci95 or (None, None)
+        entity = _MISSING if found is None else f"{found.f1:.3f} [{_number(low)}, {_number(high)}]"
+        aware_low, aware_high = run.edge_f1_alias_aware_ci95 or (None, None)
+        aware = (
+            _MISSING
+            if run.edge_f1_alias_aware is None
+            else f"{run.edge_f1_alias_aware:.3f} [{_number(aware_low)}, {_number(aware_high)}]"
+        )
+        delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+        lines.append(
+            f"| {run.model} | {run.program} | {entity} | "
+            f"{_MISSING if found is None else f'{found.precision:.3f}'} | "
+            f"{_MISSING if found is None else f'{found.recall:.3f}'} | "
+            f"{_number(found.type_accuracy) if found is not None else _MISSING} | {aware} | {delta} | "
+            f"{run.parse_failure_episodes} |"
+        )
+    return lines
 
 
 def open_vocabulary_table(report: BenchReport) -> list[str]:
