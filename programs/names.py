@@ -28,7 +28,7 @@ from typing import Final, NamedTuple
 
 import dspy
 
-from edgewise.domain.errors import UsageError
+from edgewise.domain.errors import MissingExtraError, UsageError
 from edgewise.local.local_models import LocalModelError, is_local_model, resolve_local_model
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
@@ -148,12 +148,12 @@ FRAMEWORK_PROGRAMS: Final[dict[str, _FrameworkProgram]] = {
 
 
 def _framework_program(spec: str) -> dspy.Module:
-    """The bench program `spec` names, or a `ValueError` that says which extra to install."""
+    """The bench program `spec` names, or a `MissingExtraError` that says which extra to install."""
     entry = FRAMEWORK_PROGRAMS[spec]
     try:
         module = importlib.import_module(f"edgewise.programs.{entry.module}")
     except ImportError as error:
-        raise ValueError(
+        raise MissingExtraError(
             f"program {spec!r} renders {entry.renders}: pip install 'edgewise[{entry.extra}]' ({error})"
         ) from None
     program_class = getattr(module, entry.cls)
