@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel
 
 from edgewise.domain.episode import Episode, TextEpisode
 from edgewise.domain.gold import LabeledEpisode
@@ -37,7 +37,7 @@ from edgewise.domain.names import normalize_name
 from edgewise.domain.types import Edge, Entity, summed
 from edgewise.eval.intervals import bootstrap
 from edgewise.eval.open_vocabulary import alias_aware_score
-from edgewise.eval.records import EpisodeScore, f1_of, ratio
+from edgewise.eval.records import EpisodeScore, _accuracy, _f1, _rate, f1_of
 
 _WORD: Final = re.compile(r"\w+")
 
@@ -51,25 +51,10 @@ class EntityScore(BaseModel):
     type_right: int = 0
     type_judged: int = 0
 
-    @computed_field
-    @property
-    def precision(self) -> float:
-        return ratio(self.tp, self.tp + self.fp)
-
-    @computed_field
-    @property
-    def recall(self) -> float:
-        return ratio(self.tp, self.tp + self.fn)
-
-    @computed_field
-    @property
-    def f1(self) -> float:
-        return f1_of(self.tp, self.fp, self.fn)
-
-    @computed_field
-    @property
-    def type_accuracy(self) -> float | None:
-        return self.type_right / self.type_judged if self.type_judged else None
+    precision = _rate("tp", "fp")
+    recall = _rate("tp", "fn")
+    f1 = _f1("tp", "fp", "fn")
+    type_accuracy = _accuracy("type_right", "type_judged")
 
     def __add__(self, other: EntityScore) -> EntityScore:
         return summed(self, other)

@@ -299,6 +299,18 @@ def _top_type(run: RunSummary) -> str:
     return f"{top.type} {top.share:.2f} (gold {top.gold_share:.2f})"
 
 
+def _alias_aware_cells(run: RunSummary) -> tuple[str, str]:
+    """A run's alias-aware edge-F1 with its interval, and its paired difference from the baseline."""
+    low, high = run.edge_f1_alias_aware_ci95 or (None, None)
+    aware = (
+        _MISSING
+        if run.edge_f1_alias_aware is None
+        else f"{run.edge_f1_alias_aware:.3f} [{_number(low)}, {_number(high)}]"
+    )
+    delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+    return aware, delta
+
+
 def withheld_entities_table(report: BenchReport) -> list[str]:
     """With `--withhold-entities`: each run's entity scores and its edge-F1 through its own entities."""
     lines = [
@@ -319,13 +331,7 @@ def withheld_entities_table(report: BenchReport) -> list[str]:
         found = run.entities
         low, high = run.entity_f1_ci95 or (None, None)
         entity = _MISSING if found is None else f"{found.f1:.3f} [{_number(low)}, {_number(high)}]"
-        aware_low, aware_high = run.edge_f1_alias_aware_ci95 or (None, None)
-        aware = (
-            _MISSING
-            if run.edge_f1_alias_aware is None
-            else f"{run.edge_f1_alias_aware:.3f} [{_number(aware_low)}, {_number(aware_high)}]"
-        )
-        delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+        aware, delta = _alias_aware_cells(run)
         lines.append(
             f"| {run.model} | {run.program} | {entity} | "
             f"{_MISSING if found is None else f'{found.precision:.3f}'} | "
@@ -354,13 +360,7 @@ def open_vocabulary_table(report: BenchReport) -> list[str]:
     for run in report.runs:
         if run.scores is None:
             continue
-        low, high = run.edge_f1_alias_aware_ci95 or (None, None)
-        aware = (
-            _MISSING
-            if run.edge_f1_alias_aware is None
-            else f"{run.edge_f1_alias_aware:.3f} [{_number(low)}, {_number(high)}]"
-        )
-        delta = run.alias_aware_comparison.text() if run.alias_aware_comparison else _MISSING
+        aware, delta = _alias_aware_cells(run)
         lines.append(
             f"| {run.model} | {run.program} | {aware} | {delta} | {run.scores.pair_f1:.3f} | "
             f"{run.scores.edge_f1:.3f} | {len(run.type_shares)} | {_top_type(run)} |"

@@ -33,16 +33,6 @@ from edgewise.local.local_models import LocalModelError, is_local_model, resolve
 from edgewise.modules.extractor import EdgeExtractor
 from edgewise.modules.seed_prompt import SeedPromptExtractor
 
-BUILTIN_PROGRAMS: Final = (
-    "seed",
-    "seed-structured",
-    "graphiti",
-    "graphiti-structured",
-    "llama-index",
-    "llama-index-structured",
-    "langchain",
-    "default",
-)
 UNCOMPILED: Final = "default"
 DEFAULTS_FILE: Final = "defaults.json"
 """In `optimize/compiled/`: each local model (`local/<name>`) -> the program run on it by default."""
@@ -145,6 +135,8 @@ FRAMEWORK_PROGRAMS: Final[dict[str, _FrameworkProgram]] = {
     ),
 }  # fmt: skip
 """The peers' prompts that `--program` and `--programs` take by name; each needs its framework's extra."""
+BUILTIN_PROGRAMS: Final = ("seed", "seed-structured", *FRAMEWORK_PROGRAMS, UNCOMPILED)
+"""Every program name that is not a compiled folder: the seed prompt, the peers' prompts, the uncompiled one."""
 
 
 def _framework_program(spec: str) -> dspy.Module:
