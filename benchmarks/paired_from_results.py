@@ -13,7 +13,9 @@ the runs' own totals, so they are given only where the episodes are whole runs (
 sample), "-" otherwise. Attribute accuracy (right slots over the matched edges' labeled slots) and
 attribute precision (values the gold supports over values written) pool the per-episode counts, and
 attribute accuracy gets its paired difference as the bench gives it. Unparsed episodes had a reply
-that did not parse; failed ones, a model call that failed.
+that did not parse; failed ones, a model call that failed. Where the benches withheld the entities
+(`--withhold-entities`), a second table gives entity-F1 and the edge-F1 through the entities found,
+pooled over the episodes that have those counts, each paired against the baseline.
 
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti-1.5b/chunk-* \\
         --baseline graphiti-structured --episodes runs/results/test-conversational.jsonl
@@ -38,7 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from edgewise.eval.bench_comparison import paired_attributes
+from edgewise.eval.bench_comparison import paired_attributes, paired_counts
 from edgewise.eval.bench_records import BenchReport, EpisodeRun, PairedResult
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 from edgewise.eval.paired import paired_on_shared
@@ -127,6 +129,21 @@ def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dic
         "latency_p95_s": float(np.quantile([e.latency_s for e in episodes], 0.95)),
         "failed": sum(1 for e in episodes if e.status == "failed"),
         "unparsed": sum(1 for e in episodes if e.parse_failures),
+        **_found_counts(episodes, "entities", "entity"),
+        **_found_counts(episodes, "alias_aware", "alias_aware"),
+    }
+
+
+def _found_counts(episodes: list[EpisodeRun], field: str, name: str) -> dict[str, float | int | None]:
+    """F1, precision and recall pooled over the episodes that have `field`'s counts (entities found,
+    or the edge counts through them), and how many episodes that is; None where none has them."""
+    counted = [found for e in episodes if (found := getattr(e, field)) is not None]
+    tp, fp, fn = (sum(getattr(found, part) for found in counted) for part in ("tp", "fp", "fn"))
+    return {
+        f"{name}_episodes": len(counted),
+        f"{name}_f1": f1_of(tp, fp, fn) if counted else None,
+        f"{name}_precision": _share(tp, tp + fp) if counted else None,
+        f"{name}_recall": _share(tp, tp + fn) if counted else None,
     }
 
 
@@ -154,55 +171,42 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes is not None:
         wanted = [json.loads(line)["id"] for line in args.episodes.read_text().splitlines() if line.strip()]
     rows = []
+    if args.baseline_model is not None and (args.baseline_model, args.baseline) not in runs:
+        raise SystemExit(f"{args.baseline!r} was not benched on {args.baseline_model}")
+    options = {"n_resamples": DEFAULT_RESAMPLES, "seed": 0}
     for model in sorted({model for model, _ in runs}):
         chosen = set(args.programs.split(",")) if args.programs else None
         merged = {
             program: run
             for (m, program), run in runs.items()
-            if m == model and (chosen is None or program in chosen)
+            if m == model and (chosen is None or program in chosen or program == args.baseline)
         }
-        if args.baseline_model is not None and model != args.baseline_model:
-            if (args.baseline_model, args.baseline) not in runs:
-                raise SystemExit(f"{args.baseline!r} was not benched on {args.baseline_model}")
-            merged[args.baseline] = runs[(args.baseline_model, args.baseline)]
-        programs = {program: run.episodes for program, run in merged.items()}
-        if args.baseline not in programs:
-            raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(programs)})")
-        if wanted is not None:
-            for program, episodes in programs.items():
-                by_id = {episode.id: episode for episode in episodes}
-                missing = [episode_id for episode_id in wanted if episode_id not in by_id]
-                if missing:
-                    raise SystemExit(
-                        f"{model} {program}: {len(missing)} of the {len(wanted)} episodes of {args.episodes} "
-                        f"were not scored (first: {missing[0]})"
-                    )
-                programs[program] = [by_id[episode_id] for episode_id in wanted]
-        base = programs[args.baseline]
-        for program, episodes in programs.items():
-            if program == args.baseline and args.baseline_model not in (None, model):
-                continue  # the baseline's row is its own model's
-
-            attributes = (
-                None
-                if program == args.baseline
-                else paired_attributes(base, episodes, {"n_resamples": DEFAULT_RESAMPLES, "seed": 0})
-            )
-            paired, paired_macro = (
-                (None, None)
-                if program == args.baseline
+        baseline_key = (args.baseline_model or model, args.baseline)
+        if baseline_key not in runs:
+            raise SystemExit(f"{args.baseline!r} is not a program of these benches ({', '.join(merged)})")
+        base = _chosen_episodes(runs[baseline_key].episodes, wanted, args.episodes, baseline_key)
+        for program, run in merged.items():
+            is_baseline = (model, program) == baseline_key
+            if program == args.baseline and not is_baseline and chosen is not None and program not in chosen:
+                continue  # another model's run of the baseline, not asked for
+            episodes = _chosen_episodes(run.episodes, wanted, args.episodes, (model, program))
+            attributes, entities, aware, paired, paired_macro = (
+                (None,) * 5
+                if is_baseline
                 else (
-                    paired_on_shared(base, episodes, n_resamples=DEFAULT_RESAMPLES, seed=0),
-                    paired_on_shared(
-                        base, episodes, stat="edge_f1_macro", n_resamples=DEFAULT_RESAMPLES, seed=0
-                    ),
+                    paired_attributes(base, episodes, options),
+                    paired_counts(base, episodes, "entities", options),
+                    paired_counts(base, episodes, "alias_aware", options),
+                    paired_on_shared(base, episodes, **options),
+                    paired_on_shared(base, episodes, stat="edge_f1_macro", **options),
                 )
             )
             rows.append(
                 {
                     "model": model,
                     "program": program,
-                    **summary(episodes, pooled_counts(merged[program], {e.id for e in episodes})),
+                    "is_baseline": is_baseline,
+                    **summary(episodes, pooled_counts(run, {e.id for e in episodes})),
                     "baseline": args.baseline,
                     "difference": None if paired is None else paired.difference,
                     "low": None if paired is None else paired.low,
@@ -211,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                     "macro_low": None if paired_macro is None else paired_macro.low,
                     "macro_high": None if paired_macro is None else paired_macro.high,
                     "attribute_difference": None if attributes is None else attributes.model_dump(),
+                    "entity_difference": None if entities is None else entities.model_dump(),
+                    "alias_aware_difference": None if aware is None else aware.model_dump(),
                 }
             )
     print(
@@ -224,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         delta, delta_macro = (
             ("baseline", "baseline")
-            if row["difference"] is None
+            if row["is_baseline"]
             else (
                 f"{row['difference']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]",
                 f"{row['macro_difference']:+.3f} [{row['macro_low']:+.3f}, {row['macro_high']:+.3f}]",
@@ -241,11 +247,49 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['latency_p50_s']:.1f} / {row['latency_p95_s']:.1f} "
             f"| {row['unparsed']} / {row['failed']} "
             f"| {_rate(row['attribute_accuracy'])} ({row['attribute_judged']}) / {_rate(row['attribute_precision'])} "
-            f"| {_paired_text(row['attribute_difference'], row['program'] == args.baseline)} |"
+            f"| {_paired_text(row['attribute_difference'], row['is_baseline'])} |"
         )
+    if any(row["entity_episodes"] or row["alias_aware_episodes"] for row in rows):
+        _print_found_table(rows, args.baseline)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def _print_found_table(rows: list[dict], baseline: str) -> None:
+    """With entities withheld (or an open vocabulary): entity-F1 and the edge-F1 through the entities
+    found (alias-aware), each with its paired difference from the baseline."""
+    print()
+    print(
+        f"| model | program | entity-F1 (episodes judged) | entity P / R | Δ entity-F1 vs {baseline} "
+        "[paired 95% CI] | alias-aware edge-F1 | alias-aware P / R | Δ alias-aware edge-F1 [paired 95% CI] |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        is_baseline = row["is_baseline"]
+        print(
+            f"| {row['model']} | {row['program']} | {_rate(row['entity_f1'])} ({row['entity_episodes']}) "
+            f"| {_rate(row['entity_precision'])} / {_rate(row['entity_recall'])} "
+            f"| {_paired_text(row['entity_difference'], is_baseline)} "
+            f"| {_rate(row['alias_aware_f1'])} | {_rate(row['alias_aware_precision'])} / "
+            f"{_rate(row['alias_aware_recall'])} | {_paired_text(row['alias_aware_difference'], is_baseline)} |"
+        )
+
+
+def _chosen_episodes(
+    episodes: list[EpisodeRun], wanted: list[str] | None, source: Path | None, key: tuple[str, str]
+) -> list[EpisodeRun]:
+    """`episodes` in `wanted`'s order (all of them when no `--episodes` file was given)."""
+    if wanted is None:
+        return episodes
+    by_id = {episode.id: episode for episode in episodes}
+    missing = [episode_id for episode_id in wanted if episode_id not in by_id]
+    if missing:
+        raise SystemExit(
+            f"{key[0]} {key[1]}: {len(missing)} of the {len(wanted)} episodes of {source} were not scored "
+            f"(first: {missing[0]})"
+        )
+    return [by_id[episode_id] for episode_id in wanted]
 
 
 def _rate(value: float | None) -> str:

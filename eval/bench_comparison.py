@@ -8,9 +8,9 @@ difference is read with the same bootstrap as every other interval.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from edgewise.eval.bench_records import BenchReport, Comparison, EpisodeRun, PairedResult, RunSummary
+from edgewise.eval.bench_records import BenchReport, Comparison, EpisodeRun, PairedResult
 from edgewise.eval.injection import paired_injection_rate
 from edgewise.eval.paired import paired_on_shared
 
@@ -46,14 +46,15 @@ def compare_to_baseline(report: BenchReport) -> None:
             per_source=per_source,
             attribute_accuracy=paired_attributes(base.episodes, run.episodes, options),
         )
-        run.alias_aware_comparison = _alias_aware_paired(base, run, options)
+        run.alias_aware_comparison = paired_counts(base.episodes, run.episodes, "alias_aware", options)
+        run.entity_comparison = paired_counts(base.episodes, run.episodes, "entities", options)
         if run.injection is not None:
             injected = paired_injection_rate(base.episodes, run.episodes, **options)
             run.injection.comparison = PairedResult.of(injected) if injected is not None else None
 
 
-class _AliasAwareCounts(NamedTuple):
-    """An episode's alias-aware counts under its id, as `paired_on_shared` reads a score."""
+class _EpisodeCounts(NamedTuple):
+    """One kind of an episode's counts under its id, as `paired_on_shared` reads a score."""
 
     id: str
     tp: int
@@ -61,19 +62,23 @@ class _AliasAwareCounts(NamedTuple):
     fn: int
 
 
-def _alias_aware_paired(base: RunSummary, run: RunSummary, options: dict[str, int]) -> PairedResult | None:
-    """The paired alias-aware edge-F1 difference, where both runs have those counts (open vocabulary)."""
+def paired_counts(
+    baseline: Sequence[EpisodeRun],
+    candidate: Sequence[EpisodeRun],
+    field: Literal["alias_aware", "entities"],
+    options: dict[str, int],
+) -> PairedResult | None:
+    """The paired F1 difference of an episode's `field` counts (the alias-aware edge counts, or the
+    entity counts), over the episodes where both runs have them; None where they share none."""
 
-    def counts(summary: RunSummary) -> list[_AliasAwareCounts]:
+    def counts(episodes: Sequence[EpisodeRun]) -> list[_EpisodeCounts]:
         return [
-            _AliasAwareCounts(
-                episode.id, episode.alias_aware.tp, episode.alias_aware.fp, episode.alias_aware.fn
-            )
-            for episode in summary.episodes
-            if episode.alias_aware is not None
+            _EpisodeCounts(episode.id, found.tp, found.fp, found.fn)
+            for episode in episodes
+            if (found := getattr(episode, field)) is not None
         ]
 
-    mine, theirs = counts(run), counts(base)
+    mine, theirs = counts(candidate), counts(baseline)
     paired = paired_on_shared(theirs, mine, **options) if mine and theirs else None
     return PairedResult.of(paired) if paired is not None else None
 

@@ -151,6 +151,8 @@ class RunSummary(BaseModel):
     entities: EntityScore | None = None
     """With `--withhold-entities`: the entity counts pooled over the episodes with exhaustive lists."""
     entity_f1_ci95: tuple[float, float] | None = None
+    entity_comparison: PairedResult | None = None
+    """The entity-F1 minus the baseline program's, paired on the episodes both judged."""
     type_shares: list[TypeShare] = Field(default_factory=list)
     """Every relationship type the run wrote, most written first, with the gold's share of it."""
     failed_episodes: int = 0

@@ -322,8 +322,8 @@ def withheld_entities_table(report: BenchReport) -> list[str]:
         + (f"; Δ = paired difference from `{report.baseline}` [95% CI]" if report.baseline else "")
         + ".",
         "",
-        "| model | program | entity-F1 [95% CI] | entity P | entity R | type acc. | edge-F1 through found entities [95% CI] | Δ edge-F1 | parse failures |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | program | entity-F1 [95% CI] | Δ entity-F1 | entity P | entity R | type acc. | edge-F1 through found entities [95% CI] | Δ edge-F1 | parse failures |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in report.runs:
         if run.scores is None:
@@ -332,8 +332,9 @@ def withheld_entities_table(report: BenchReport) -> list[str]:
         low, high = run.entity_f1_ci95 or (None, None)
         entity = _MISSING if found is None else f"{found.f1:.3f} [{_number(low)}, {_number(high)}]"
         aware, delta = _alias_aware_cells(run)
+        entity_delta = run.entity_comparison.text() if run.entity_comparison else _MISSING
         lines.append(
-            f"| {run.model} | {run.program} | {entity} | "
+            f"| {run.model} | {run.program} | {entity} | {entity_delta} | "
             f"{_MISSING if found is None else f'{found.precision:.3f}'} | "
             f"{_MISSING if found is None else f'{found.recall:.3f}'} | "
             f"{_number(found.type_accuracy) if found is not None else _MISSING} | {aware} | {delta} | "

@@ -1,13 +1,23 @@
-"""benchmarks/paired_from_results.py: runs merged over folders, and pair / date counts pooled only over whole runs."""
+"""benchmarks/paired_from_results.py: runs merged over folders, pair / date counts pooled only over whole runs,
+and entity-F1 pooled and paired over chunks as one bench pairs it."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
 
+from fakes import ScriptedLM, edge, edges_reply
 from paths import ROOT
 
+from edgewise.domain.gold import LabeledEpisode
+from edgewise.eval.bench import run_bench
 from edgewise.eval.bench_records import BenchReport
+from edgewise.eval.records import f1_of
+from edgewise.programs.names import resolve_program
+from edgewise.runtime.lm import LMConfig
 
 RESULTS = ROOT / "benchmarks" / "results"
 _spec = importlib.util.spec_from_file_location(
@@ -100,3 +110,89 @@ def test_a_program_on_another_model_pairs_with_the_baseline_model_s_run(tmp_path
         row_same["low"],
         row_same["high"],
     )
+
+
+def _withheld_bench(out: Path, episodes: list[LabeledEpisode]) -> None:
+    """Two models through the default program with the entities withheld: `openai/full` finds every
+    entity, `openai/half` finds half of each episode's and one that is not there."""
+
+    def factory(config: LMConfig):
+        def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+            text = messages[-1]["content"]
+            names = [name for name in ("Ann", "Acme", "Bo", "Leeds", "Cy", "Oslo") if name in text]
+            if "`entities`" in text[-300:]:
+                found = names if config.model == "openai/full" else [*names[: len(names) // 2], "Tuesday"]
+                return json.dumps({"entities": [{"name": name, "type": None} for name in found]})
+            return edges_reply(edge(names[0], "WORKS_AT", names[1]))
+
+        return nullcontext(ScriptedLM(respond, model=config.model))
+
+    run_bench(
+        [LMConfig(model="openai/full"), LMConfig(model="openai/half")],
+        {"default": resolve_program("default")},
+        episodes,
+        workers=1,
+        out_dir=out,
+        progress=False,
+        lm_factory=factory,
+        withhold_entities=True,
+    )
+
+
+def _labeled(number: int, names: tuple[str, str, str, str]) -> LabeledEpisode:
+    ann, acme, bo, leeds = names
+    return LabeledEpisode.model_validate(
+        {
+            "id": f"conv-9-{number}",
+            "source": "conversational",
+            "license": "CC-BY-4.0",
+            "exhaustiveEntities": True,
+            "episodeContent": f"{ann} works at {acme}. {bo} lives in {leeds}.",
+            "referenceTime": "2025-01-01T00:00:00Z",
+            "entities": [{"name": name} for name in names],
+            "edgeTypes": [{"name": "WORKS_AT"}, {"name": "LIVES_IN"}],
+            "edges": [
+                {
+                    "relationshipType": "WORKS_AT",
+                    "sourceEntityName": ann,
+                    "targetEntityName": acme,
+                    "fact": "x",
+                },
+                {
+                    "relationshipType": "LIVES_IN",
+                    "sourceEntityName": bo,
+                    "targetEntityName": leeds,
+                    "fact": "y",
+                },
+            ],
+        }
+    )
+
+
+def test_entities_withheld_chunks_pool_and_pair_like_one_bench(tmp_path, capsys) -> None:
+    episodes = [_labeled(1, ("Ann", "Acme", "Bo", "Leeds")), _labeled(2, ("Cy", "Oslo", "Bo", "Leeds"))]
+    _withheld_bench(tmp_path / "whole", episodes)
+    for number, episode in enumerate(episodes, 1):
+        _withheld_bench(tmp_path / f"chunk-{number}", [episode])
+    arguments = ["--baseline", "default", "--baseline-model", "openai/full"]
+    rows = {}
+    for name, folders in {"whole": ["whole"], "chunks": ["chunk-1", "chunk-2"]}.items():
+        out = tmp_path / f"{name}.json"
+        assert (
+            paired_from_results.main([*(str(tmp_path / f) for f in folders), *arguments, "--json", str(out)])
+            == 0
+        )
+        rows[name] = {
+            row["model"]: {key: value for key, value in row.items() if not key.startswith("latency")}
+            for row in json.loads(out.read_text())
+        }
+    assert rows["whole"] == rows["chunks"]  # all but the timings
+    full, half = rows["chunks"]["openai/full"], rows["chunks"]["openai/half"]
+    assert (full["entity_episodes"], full["entity_f1"]) == (2, 1.0)
+    assert half["entity_f1"] == f1_of(4, 2, 4)  # two of four found in each episode, one spurious
+    assert half["entity_difference"]["difference"] == f1_of(4, 2, 4) - 1.0
+    whole = BenchReport.model_validate_json((tmp_path / "whole" / "results.json").read_bytes())
+    assert half["alias_aware_f1"] == next(
+        r.edge_f1_alias_aware for r in whole.runs if r.model == "openai/half"
+    )
+    assert "Δ entity-F1 vs default" in capsys.readouterr().out

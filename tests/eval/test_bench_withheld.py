@@ -93,3 +93,45 @@ def test_programs_find_their_own_entities_and_are_scored_through_them(tmp_path: 
     table = (tmp_path / "results.md").read_text()
     assert "Entities withheld" in table and "| openai/mock | default | 0.571 [" in table
     assert json.loads((tmp_path / "results.json").read_text())["withhold_entities"] is True
+
+
+def test_entity_f1_and_the_edge_f1_through_it_are_paired_with_the_baseline_s(tmp_path: Path) -> None:
+    entity_replies = iter(
+        [
+            [
+                {"name": "Ann", "type": "Person"},
+                {"name": "Acme", "type": "Organization"},
+                {"name": "Bo", "type": "Person"},
+                {"name": "Leeds", "type": "Location"},
+            ],
+            [{"name": "Ann", "type": "Person"}, {"name": "Tuesday", "type": None}],
+        ]
+    )  # fmt: skip  (the programs run in order: the baseline first, then the candidate)
+
+    def respond(messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        if "`entities`" in messages[-1]["content"][-300:]:
+            return json.dumps({"entities": next(entity_replies)})
+        return edges_reply(edge("Ann", "WORKS_AT", "Acme"), edge("Bo", "LIVES_IN", "Leeds"))
+
+    @contextmanager
+    def factory(config: LMConfig) -> Iterator[ScriptedLM]:
+        yield ScriptedLM(respond, model=config.model)
+
+    report = run_bench(
+        [LMConfig(model="openai/mock")],
+        {"default": resolve_program("default"), "baseline-v1": resolve_program("baseline-v1")},
+        [GOLD],
+        workers=1,
+        out_dir=tmp_path,
+        progress=False,
+        lm_factory=factory,
+        withhold_entities=True,
+        baseline="default",
+    )
+    base, run = report.runs
+    assert (base.entities.f1, run.entities.f1) == (1.0, 2 / 6)  # 1 of 2 found, 3 missed
+    assert run.entity_comparison.difference == 2 / 6 - 1.0
+    # Bo and Leeds were not among the candidate's entities: its LIVES_IN edge has no entity to end at.
+    assert run.alias_aware_comparison.difference == run.edge_f1_alias_aware - base.edge_f1_alias_aware < 0
+    assert base.entity_comparison is None
+    assert f"| {2 / 6 - 1.0:+.3f} [" in (tmp_path / "results.md").read_text()

@@ -30,3 +30,6 @@ python benchmarks/bench_in_chunks.py runs/results/test-conversational-no-attribu
   --chunk-dir runs/chunks/text-to-graph --out "$OUT/test-conversational-chunk-{n}" -- \
   --models "$MODEL" --programs qwen2.5-coder-1.5b-program-v2,llama-index,langchain \
   --baseline qwen2.5-coder-1.5b-program-v2 --withhold-entities --seed 0
+# 3. The chunks pooled (no model call): entity-F1 and the edge-F1 through the entities found, paired.
+python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline qwen2.5-coder-1.5b-program-v2 \
+  --episodes runs/results/test-conversational-no-attributes.jsonl > "$OUT/paired_test_conversational.md"
