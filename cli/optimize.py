@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from edgewise.cli import add_command
 from edgewise.cli.flags import dest
 from edgewise.cli.options import add_lm_arguments, add_open_types_argument, config_from_args
+from edgewise.domain.errors import UsageError
 from edgewise.optimize.budget import DEV_SHARE_OF_BUDGET, MIN_SELECTION_DEV
 from edgewise.optimize.finetune.errors import FinetuneError
 from edgewise.optimize.finetune.settings import PROMPTS, FinetuneSettings
@@ -151,6 +152,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sizes the dev sample (see --dev-size). Example: --budget 500",
     )
     add_open_types_argument(parser)
+    parser.add_argument(
+        "--find-entities",
+        action="store_true",
+        help="compile a program with an entity step, for episodes that come as text alone: train and dev "
+        "episodes are sent without their entities and scored through the entities the step found, so the "
+        "search tunes the entity step with the rest (not with finetune). Example: --find-entities",
+    )
     setting_argument(
         parser, "--reflexion-rounds", "rounds of missed-fact review in the compiled program", "1"
     )
@@ -340,6 +348,12 @@ def finetune_settings_from_args(args: argparse.Namespace) -> FinetuneSettings:
 def run_finetune(args: argparse.Namespace) -> int:
     """`--optimizer finetune`: train the adapter; no model server is started."""
     from edgewise.optimize.finetune.run import finetune
+
+    if args.find_entities:
+        raise UsageError(
+            "--find-entities compiles an entity step with the prompt searches; finetune trains the edge "
+            "step's adapter only (a tuned program takes text alone at run time: edgewise extract --find-entities)"
+        )
 
     settings = finetune_settings_from_args(args)
     report = finetune(

@@ -15,6 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import ValidationError
 
+from edgewise.domain.episode import withheld
 from edgewise.domain.errors import EdgewiseError, UsageError
 from edgewise.domain.file_types import FileEntityTypes
 from edgewise.domain.gold import GoldEdge, LabeledEpisode
@@ -244,11 +245,20 @@ def load_episodes(source: str | Path, *, sources: list[str] | None = None) -> li
     return [episode for episode in episodes if wanted is None or episode.source in wanted]
 
 
-def to_examples(episodes: list[LabeledEpisode]) -> list[Any]:
-    """`dspy.Example(episode=<Episode>, labeled=<LabeledEpisode>)` with `episode` marked as the input."""
+def to_examples(episodes: list[LabeledEpisode], *, entities_withheld: bool = False) -> list[Any]:
+    """`dspy.Example(episode=<Episode>, labeled=<LabeledEpisode>)` with `episode` marked as the input.
+
+    With `entities_withheld` the input is the episode as text alone (`withheld`), for a program whose
+    entity step finds them; the example says so (`entities_withheld`), so that the metric scores the
+    edges through the entities the program found.
+    """
     import dspy
 
     return [
-        dspy.Example(episode=episode.episode(), labeled=episode).with_inputs("episode")
+        dspy.Example(
+            episode=withheld(episode.episode()) if entities_withheld else episode.episode(),
+            labeled=episode,
+            **({"entities_withheld": True} if entities_withheld else {}),
+        ).with_inputs("episode")
         for episode in episodes
     ]

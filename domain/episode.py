@@ -248,6 +248,12 @@ class TextEpisode(Episode):
     entities_required: ClassVar[bool] = False
 
 
+def withheld(episode: Episode) -> TextEpisode:
+    """`episode` as text alone: its entities withheld, everything else as given (the entity types an
+    entity step is shown then come from the relationship types' signatures)."""
+    return TextEpisode.model_validate(episode.model_dump(by_alias=True, exclude={"entities"}))
+
+
 def episode_model(finds_entities: bool) -> type[Episode]:
     """The input contract of a program: `TextEpisode` when it has an entity step, else `Episode`."""
     return TextEpisode if finds_entities else Episode

@@ -32,7 +32,7 @@ from typing import Final
 import dspy
 import numpy as np
 
-from edgewise.domain.episode import Episode
+from edgewise.domain.episode import Episode, withheld
 from edgewise.domain.errors import UsageError
 from edgewise.domain.gold import GoldEdge, LabeledEpisode
 from edgewise.domain.types import Edge, StepUsage
@@ -49,7 +49,6 @@ from edgewise.eval.entity_metric import (
     end_to_end_score,
     entity_f1_ci95,
     score_entities,
-    withheld,
 )
 from edgewise.eval.episode_log import EpisodeLog
 from edgewise.eval.html_report import write_html

@@ -31,13 +31,13 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from edgewise.domain.episode import Episode, TextEpisode
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.names import normalize_name
 from edgewise.domain.types import Edge, Entity, summed
 from edgewise.eval.intervals import bootstrap
 from edgewise.eval.open_vocabulary import alias_aware_score
 from edgewise.eval.records import EpisodeScore, _accuracy, _f1, _rate, f1_of
+from edgewise.eval.scoring import score_episode
 
 _WORD: Final = re.compile(r"\w+")
 
@@ -58,12 +58,6 @@ class EntityScore(BaseModel):
 
     def __add__(self, other: EntityScore) -> EntityScore:
         return summed(self, other)
-
-
-def withheld(episode: Episode) -> TextEpisode:
-    """`episode` as text alone: its entities withheld, everything else as given (the entity types an
-    entity step is shown then come from the relationship types' signatures)."""
-    return TextEpisode.model_validate(episode.model_dump(by_alias=True, exclude={"entities"}))
 
 
 def entity_f1_ci95(
@@ -171,3 +165,13 @@ def end_to_end_score(
 ) -> EpisodeScore:
     """The alias-aware edge score of `edges` found through the program's own entities."""
     return alias_aware_score(gold, on_gold_names(gold, predicted, edges))
+
+
+def run_score(
+    gold: LabeledEpisode, edges: Sequence[Edge], entities: Sequence[Entity] | None, *, entities_withheld: bool
+) -> EpisodeScore:
+    """An episode's score as the program was sent it: by the gold names (`score_episode`), or, sent as
+    text alone, through the entities the program found (`end_to_end_score`; none found, no edge right)."""
+    if not entities_withheld:
+        return score_episode(gold, edges)
+    return end_to_end_score(gold, entities or [], edges)

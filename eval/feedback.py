@@ -18,8 +18,8 @@ from edgewise.domain.errors import UsageError
 from edgewise.domain.gold import GoldEdge, LabeledEpisode
 from edgewise.domain.types import Edge, format_utc
 from edgewise.eval.dates import UNSTATED_GRANULARITY, format_date
+from edgewise.eval.entity_metric import run_score
 from edgewise.eval.records import EpisodeScore, WrongAttribute, WrongDate
-from edgewise.eval.scoring import score_episode
 
 _FEEDBACK_MAX_ITEMS: Final[int] = 12
 """Items listed per kind of mistake in feedback; long lists drown the lesson in a reflection prompt."""
@@ -176,7 +176,9 @@ def _scored(example: Any, prediction: Any, value: Callable[[EpisodeScore], float
         return dspy.Prediction(
             score=0.0, feedback=f"The program failed: its edges do not have the Edge shape ({err})."
         )
-    score = score_episode(labeled, edges)
+    withheld = bool(example.get("entities_withheld")) if hasattr(example, "get") else False
+    result = getattr(prediction, "result", None)
+    score = run_score(labeled, edges, getattr(result, "entities", None), entities_withheld=withheld)
     return dspy.Prediction(score=value(score), feedback=feedback_text(score))
 
 
@@ -186,7 +188,9 @@ edge_metric: Final = _metric(
     """DSPy metric: `Prediction(score=edge-F1 of the episode, feedback=plain-words mistakes)`.
 
     `example.labeled` holds the `LabeledEpisode`; `prediction.edges` the predicted edges. The score is
-    plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores). A prediction
+    plain edge-F1, the same for every `pred_name` (GEPA expects module-level scores); for an example
+    sent as text alone (`entities_withheld`), the edge-F1 through the entities the program found
+    (`edgewise.eval.entity_metric.run_score`), which is how an entity step is tuned. A prediction
     without edges scores 0 with feedback saying the program failed.
 
     `dspy.Evaluate` sums these Predictions as floats and GEPA reads `.score` and `.feedback`. A

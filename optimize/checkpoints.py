@@ -43,8 +43,11 @@ class BestTracker(BaseCallback):
         best: dspy.Module,
         best_score: float,
         on_new_best: Callable[[dspy.Module, float], None],
+        *,
+        entities_withheld: bool = False,
     ) -> None:
         self._dev = list(dev)
+        self._entities_withheld = entities_withheld
         self._dev_ids = sorted(episode.id for episode in dev)
         self.best = best
         self.best_score = best_score
@@ -92,7 +95,7 @@ class BestTracker(BaseCallback):
         results = [_result_of(by_id.get(episode.id)) for episode in self._dev]
         if any(result is None for result in results):  # a failure, or GEPA's (prediction, trace) pairs
             return None
-        return dev_score(self._dev, results)
+        return dev_score(self._dev, results, entities_withheld=self._entities_withheld)
 
 
 def clean_copy(program: dspy.Module) -> dspy.Module:

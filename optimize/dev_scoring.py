@@ -14,10 +14,11 @@ from typing import NamedTuple, TextIO
 import dspy
 from tqdm import tqdm
 
+from edgewise.domain.episode import withheld
 from edgewise.domain.gold import LabeledEpisode
 from edgewise.domain.types import ExtractionResult
+from edgewise.eval.entity_metric import run_score
 from edgewise.eval.records import EpisodeScore, f1_of
-from edgewise.eval.scoring import score_episode
 from edgewise.runtime.runner import run_episodes
 
 
@@ -49,8 +50,12 @@ def evaluate_program(
     workers: int = 1,
     progress: TextIO | None = None,
     label: str = "dev",
+    entities_withheld: bool = False,
 ) -> DevScore:
     """Score `program` on labeled episodes; an episode whose extraction raised scores as no edges.
+
+    With `entities_withheld` each episode is sent as text alone and scored through the entities the
+    program's entity step found (`edgewise.eval.entity_metric.run_score`).
 
     When every episode raised, the first error is raised instead: the model was never reached (a
     wrong model name, a server down), and a score of 0 would hide that.
@@ -59,7 +64,11 @@ def evaluate_program(
     latencies: list[float] = []
     failures = []
     outcomes = run_episodes(
-        program, episodes, episode_of=lambda labeled: labeled.episode(), workers=workers, keep_unparsed=True
+        program,
+        episodes,
+        episode_of=lambda labeled: withheld(labeled.episode()) if entities_withheld else labeled.episode(),
+        workers=workers,
+        keep_unparsed=True,
     )
     bar = tqdm(outcomes, total=len(episodes), desc=label, unit="ep", file=progress, disable=progress is None)
     for _, outcome in bar:
@@ -70,13 +79,27 @@ def evaluate_program(
         latencies.append(outcome.latency_s)
     if failures and len(failures) == len(episodes):
         raise failures[0]
-    return dev_score(episodes, results)._replace(latencies_s=tuple(latencies))
+    return dev_score(episodes, results, entities_withheld=entities_withheld)._replace(
+        latencies_s=tuple(latencies)
+    )
 
 
-def dev_score(episodes: Sequence[LabeledEpisode], results: Sequence[ExtractionResult | None]) -> DevScore:
-    """Score each episode's result (None: the extraction failed, scored as no edges), in episode order."""
+def dev_score(
+    episodes: Sequence[LabeledEpisode],
+    results: Sequence[ExtractionResult | None],
+    *,
+    entities_withheld: bool = False,
+) -> DevScore:
+    """Score each episode's result (None: the extraction failed, scored as no edges), in episode order;
+    with `entities_withheld`, through the entities each result found."""
     scores = tuple(
-        score_episode(labeled, result.edges if result else []) for labeled, result in zip(episodes, results)
+        run_score(
+            labeled,
+            result.edges if result else [],
+            result.entities if result else None,
+            entities_withheld=entities_withheld,
+        )
+        for labeled, result in zip(episodes, results)
     )
     tp, fp, fn = (sum(getattr(s, name) for s in scores) for name in ("tp", "fp", "fn"))
     mean = sum(s.f1 for s in scores) / len(scores) if scores else 1.0

@@ -53,12 +53,13 @@ def searched_predictors(
 ) -> tuple[str, ...]:
     """The predictors an instruction search tunes: those the program calls on these episodes.
 
-    `extract` always; `reflect` only with reflexion rounds; `attributes` only when some episode's
-    relationship types declare attributes and the program has an attribute call (not with attributes
-    written in the extraction reply, which `extract` tunes). The others keep the uncompiled program's
-    instructions.
+    `find_entities` when the run compiles an entity step; `extract` always; `reflect` only with
+    reflexion rounds; `attributes` only when some episode's relationship types declare attributes and
+    the program has an attribute call (not with attributes written in the extraction reply, which
+    `extract` tunes). The others keep the uncompiled program's instructions.
     """
-    names = ["extract"]
+    names = ["find_entities"] if settings.find_entities else []
+    names.append("extract")
     if settings.reflexion_rounds > 0:
         names.append("reflect")
     calls_attributes = student is None or student.options.attributes != "in-extraction"
@@ -81,14 +82,15 @@ def uncompiled_program(settings: OptimizeSettings, signatures: TypeSignatures) -
     """The program every search starts from and is compared against: the settings' shape, no tuning.
 
     It carries the type signatures learned from train, which only the `type_signatures` option
-    (the program search's lever) applies.
+    (the program search's lever) applies, and the entity step when the run compiles one.
     """
-    return EdgeExtractor(
+    program = EdgeExtractor(
         max_reflexion_rounds=settings.reflexion_rounds,
         closed_types=settings.closed_types,
         output_shape=settings.output_shape,
         type_signatures=signatures,
     )
+    return program.with_entity_step() if settings.find_entities else program
 
 
 def gold_demo_pick(
@@ -188,7 +190,9 @@ def _compile(
     teacher_lm: dspy.BaseLM | None,
 ) -> dspy.Module:
     """Run one of DSPy's optimizers (or the gold search) and return the program it picked."""
-    train, dev = to_examples(list(train_episodes)), to_examples(list(dev_episodes))
+    withheld = settings.find_entities
+    train = to_examples(list(train_episodes), entities_withheld=withheld)
+    dev = to_examples(list(dev_episodes), entities_withheld=withheld)
     teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
     if settings.optimizer == "gold":
         return _gold_search(settings, student, dev, train_episodes)

@@ -95,7 +95,12 @@ def optimize(
 
     def score(program: dspy.Module, label: str) -> DevScore:
         return evaluate_program(
-            program, dev_split.episodes, workers=settings.workers, progress=progress, label=label
+            program,
+            dev_split.episodes,
+            workers=settings.workers,
+            progress=progress,
+            label=label,
+            entities_withheld=settings.find_entities,
         )
 
     def score_uncached(program: dspy.Module, label: str) -> DevScore:
@@ -114,7 +119,11 @@ def optimize(
 
     checkpoints = Checkpoints(out_dir, record, say)
     best = record.search = BestTracker(
-        dev_split.episodes, student.deepcopy(), before.mean_f1, checkpoints.save_best
+        dev_split.episodes,
+        student.deepcopy(),
+        before.mean_f1,
+        checkpoints.save_best,
+        entities_withheld=settings.find_entities,
     )
     outcome = checkpoints.run(
         lambda search_meter: search(

@@ -71,6 +71,9 @@ class OptimizeSettings:
     """Dev episodes to select on; None: all of them, or with a budget what it affords."""
     levers: tuple[str, ...] | None = None
     """program: the levers to try, in this order; None: all of `LEVERS`."""
+    find_entities: bool = False
+    """Compile a program with an entity step: train and dev episodes are sent as text alone, scored
+    through the entities the step found, so the search tunes `find_entities` with the edge steps."""
 
     DEFAULT_CANDIDATES: ClassVar[Mapping[str, int]] = MappingProxyType({"bootstrap": 6, "gold": 4})
     """`candidates` when none is given: bootstrap's shuffled demo sets besides the unshuffled one (the
@@ -131,6 +134,7 @@ class OptimizeSettings:
             "trials": self.trials,
             "demo_threshold": self.demo_threshold,
             "dev_size": self.dev_size,
+            "find_entities": self.find_entities or None,
             "selection": SELECTION_RULE,
         }
         return {key: value for key, value in values.items() if value is not None}

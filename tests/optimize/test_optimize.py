@@ -390,14 +390,14 @@ def test_every_setting_comes_from_its_flag():
         "--max-demos", "2", "--budget", "50", "--reflexion-rounds", "2", "--open-types",
         "--output-shape", "compact", "--gold-demos", "1", "--demo-tokens", "900", "--minibatch-size", "5",
         "--workers", "3", "--candidates", "4", "--trials", "8", "--demo-threshold", "0.7",
-        "--log-dir", "runs/log", "--dev-size", "9", "--levers", "gleaning",
+        "--log-dir", "runs/log", "--dev-size", "9", "--levers", "gleaning", "--find-entities",
     ])  # fmt: skip
     settings = settings_from_args(args)
     assert settings == OptimizeSettings(
         optimizer="mipro", auto="heavy", seed=3, max_demos=2, budget=50, reflexion_rounds=2,
         closed_types=False, output_shape="compact", gold_demos=1, demo_tokens=900, minibatch_size=5,
         workers=3, candidates=4, trials=8, demo_threshold=0.7, log_dir=Path("runs/log"), dev_size=9,
-        levers=("gleaning",),
+        levers=("gleaning",), find_entities=True,
     )  # fmt: skip
     unchanged = [
         field.name
