@@ -132,8 +132,9 @@ class FileContentError(EdgewiseError, ValueError):
 
 
 class MissingExtraError(EdgewiseError, RuntimeError):
-    """An optional part of edgewise is not installed (the serve or ray extra); the message says what to
-    install. Also a `RuntimeError`, the class this check raised before."""
+    """An optional part of edgewise is not installed (the serve, ray, llama-index or langchain
+    extra); the message says what to install. A `RuntimeError` too, as the serve and ray checks raised
+    before; the llama-index and langchain checks raised `ValueError`, which no longer catches it."""
 
 
 DEBUG_ENV: Final = "EDGEWISE_DEBUG"
