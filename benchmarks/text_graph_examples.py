@@ -72,7 +72,7 @@ def llama_index_graph(
     finally:
         extractor.close()
     graph = []
-    for triplet in store.get_triplets():
+    for triplet in store.graph.get_triplets():  # the store's get_triplets() with no filter returns none
         subject, relation, target = triplet
         graph.append(
             {
