@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from edgewise.domain.gold import GoldEdge, LabeledEpisode
-from edgewise.domain.types import Edge, ExtractionResult, ExtractionWarning
+from edgewise.domain.types import Edge, Entity, ExtractionResult, ExtractionWarning
 from edgewise.eval.bench_records import EpisodeRun
 from edgewise.eval.error_log import ERRORS_JSONL, error_line
 from edgewise.eval.records import DateField, EpisodeScore, MistypedEdge, ReversedEdge
@@ -81,6 +81,9 @@ class EpisodePrediction(BaseModel):
     edges: list[JudgedEdge] = Field(default_factory=list)
     gold: list[GoldVerdict] = Field(default_factory=list)
     warnings: list[ExtractionWarning] = Field(default_factory=list)
+    entities: list[Entity] | None = None
+    """The entities the program found (an episode sent as text alone); left out of the line when it
+    found none, so a bench of given entities writes the lines it always wrote."""
 
 
 # The fields of a predictions.jsonl line that are the run's own: its identity, outcome and counts.
@@ -209,11 +212,13 @@ class EpisodeLog:
             edges=edges,
             gold=gold,
             warnings=list(result.warnings) if result is not None else [],
+            entities=result.entities if result is not None else None,
         )
+        line = record.model_dump(mode="json", by_alias=True)
+        if record.entities is None:
+            del line["entities"]
         # json.dumps, not model_dump_json: pydantic refuses to encode a lone surrogate; the file escapes it
-        self._predictions.write(
-            json.dumps(record.model_dump(mode="json", by_alias=True), ensure_ascii=False) + "\n"
-        )
+        self._predictions.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     def flush(self) -> None:
         for handle in (self._errors, self._predictions):

@@ -93,6 +93,10 @@ def test_programs_find_their_own_entities_and_are_scored_through_them(tmp_path: 
     table = (tmp_path / "results.md").read_text()
     assert "Entities withheld" in table and "| openai/mock | default | 0.571 [" in table
     assert json.loads((tmp_path / "results.json").read_text())["withhold_entities"] is True
+    lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    found = {line["program"]: line.get("entities") for line in lines}
+    assert [entity["name"] for entity in found["default"]] == ["Ann Lee", "Acme", "Tuesday"]
+    assert "seed" not in found  # a run that cannot find entities writes no episode
 
 
 def test_entity_f1_and_the_edge_f1_through_it_are_paired_with_the_baseline_s(tmp_path: Path) -> None:

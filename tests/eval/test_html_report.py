@@ -142,6 +142,10 @@ def test_predictions_jsonl_marks_every_edge_with_the_hand_counted_verdict(
         for program in ("seed", "default")
         for episode_id in ("a-1", "a-2", "b-1", "b-2")
     ]
+    # Entities given: no line carries an `entities` key (only a program that found them writes one).
+    assert not any(
+        "entities" in json.loads(text) for text in (out / "predictions.jsonl").read_text().splitlines()
+    )
     by_id = {line.id: line for line in lines if line.program == "seed"}
     assert [e.verdict for e in by_id["a-1"].edges] == ["matched", "matched"] and by_id["a-1"].gold == [
         "matched",
