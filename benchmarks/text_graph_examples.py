@@ -8,6 +8,11 @@ its entities and not its gold edges.
 
     python benchmarks/text_graph_examples.py llama-index --model local/qwen2.5-coder-1.5b \\
         --out benchmarks/results/text-to-graph-1.5b/llama-index
+
+`score --out FOLDER` (no model call) scores the three graphs of a folder against the examples' gold
+edges, end to end through the entities each path named (`edgewise.eval.entity_metric.end_to_end_score`):
+`extract.jsonl` from `edgewise extract --find-entities`, `llama-index/graph.json` and
+`langchain/graph.json`, and writes `scores.md`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from harness import script_parser
 
 from edgewise.data.loader import load_episodes
 from edgewise.domain.gold import LabeledEpisode
-from edgewise.domain.types import format_utc
+from edgewise.domain.types import Edge, Entity, format_utc
+from edgewise.eval.entity_metric import end_to_end_score
+from edgewise.eval.records import f1_of
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples" / "episodes.jsonl"
 
@@ -144,15 +151,91 @@ def markdown(framework: str, model: str, graph: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def graph_results(rows: list[dict[str, Any]], ids: list[str]) -> dict[str, tuple[list[Entity], list[Edge]]]:
+    """A framework graph's rows as each example's named entities (the relations' ends) and edges."""
+    found: dict[str, tuple[list[Entity], list[Edge]]] = {example_id: ([], []) for example_id in ids}
+    for row in rows:
+        entities, edges = found[row["example"]]
+        for name, kind in ((row["source"], row["sourceType"]), (row["target"], row["targetType"])):
+            if all(entity.name != name for entity in entities):
+                entities.append(Entity(name=name, type=kind))
+        edges.append(
+            Edge(
+                relationshipType=row["relation"],
+                sourceEntityName=row["source"],
+                targetEntityName=row["target"],
+                fact=row["fact"] or "",
+                validAt=row["validAt"],
+                invalidAt=row["invalidAt"],
+            )
+        )
+    return found
+
+
+def scores(folder: Path, examples: list[LabeledEpisode]) -> str:
+    """The three paths' graphs scored end to end against the examples' gold edges, as Markdown."""
+    ids = [example.id for example in examples]
+    extracted = [
+        json.loads(line) for line in (folder / "extract.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    paths = {
+        "edgewise extract --find-entities": {
+            row["id"]: (
+                [Entity.model_validate(entity) for entity in row.get("entities") or []],
+                [Edge.model_validate(edge) for edge in row["edges"]],
+            )
+            for row in extracted
+        },
+        **{
+            framework: graph_results(json.loads((folder / framework / "graph.json").read_text()), ids)
+            for framework in ("llama-index", "langchain")
+        },
+    }
+    gold_edges = sum(len(example.edges) for example in examples)
+    lines = [
+        f"# The three paths' graphs against the ten examples' {gold_edges} gold edges",
+        "",
+        (
+            "Scored end to end: each edge's ends renamed to the gold entities the path's own names match "
+            "(`edgewise.eval.entity_metric.end_to_end_score`)."
+        ),
+        "",
+        "| path | edges written | right | spurious | missed | edge-F1 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, found in paths.items():
+        tp = fp = fn = 0
+        for example in examples:
+            entities, edges = found.get(example.id, ([], []))
+            score = end_to_end_score(example, entities, edges)
+            tp, fp, fn = tp + score.tp, fp + score.fp, fn + score.fn
+        written = sum(len(edges) for _, edges in found.values())
+        lines.append(f"| {name} | {written} | {tp} | {fp} | {fn} | {f1_of(tp, fp, fn):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = script_parser(__doc__)
-    parser.add_argument("framework", choices=["llama-index", "langchain"], help="the framework to run")
+    parser.add_argument(
+        "framework",
+        choices=["llama-index", "langchain", "score"],
+        help="the framework to run, or score: the folder's three graphs against the gold edges (no model)",
+    )
     parser.add_argument("--model", default="local/qwen2.5-coder-1.5b", help="the edgewise model")
     parser.add_argument("--api-base", default=None, help="a server for --model (default: none)")
     parser.add_argument("--data", type=Path, default=EXAMPLES, help="the labeled examples (default: the ten)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for graph.json and graph.md")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="folder for graph.json and graph.md (score: the folder of the three paths)",
+    )
     args = parser.parse_args()
     examples = load_episodes(args.data)
+    if args.framework == "score":
+        (args.out / "scores.md").write_text(scores(args.out, examples), encoding="utf-8")
+        print((args.out / "scores.md").read_text(encoding="utf-8"))
+        return
     build = llama_index_graph if args.framework == "llama-index" else langchain_graph
     graph = build(examples, args.model, args.api_base)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -71,3 +71,34 @@ def test_each_framework_s_graph_holds_the_edges_it_built(framework: str) -> None
     (row,) = graph
     assert (row["example"], row["sourceType"], row["targetType"]) == ("example-1", "Person", "Organization")
     assert row["validAt"] == "2024-03-01T00:00:00Z" and row["fact"].startswith("Ann Lee has worked")
+
+
+def test_score_counts_each_path_s_edges_through_the_names_it_used(tmp_path) -> None:
+    (tmp_path / "extract.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "example-1",
+                "entities": [{"name": "Ann", "type": "Person"}, {"name": "Acme Inc", "type": "Organization"}],
+                "edges": [
+                    {
+                        "relationshipType": "WORKS_AT",
+                        "sourceEntityName": "Ann",
+                        "targetEntityName": "Acme Inc",
+                        "fact": "f",
+                        "validAt": "2024-03-01T00:00:00Z",
+                    }
+                ],
+            }
+        )
+        + "\n"
+    )
+    row = {"example": "example-1", "source": "Acme", "sourceType": "Organization", "relation": "WORKS_AT",
+           "target": "Ann Lee", "targetType": "Person", "fact": None, "validAt": None, "invalidAt": None}  # fmt: skip
+    for framework, rows in {"llama-index": [row], "langchain": []}.items():
+        (tmp_path / framework).mkdir()
+        (tmp_path / framework / "graph.json").write_text(json.dumps(rows))
+    table = text_graph_examples.scores(tmp_path, [EXAMPLE])
+    # Ann ~ Ann Lee and Acme Inc ~ Acme by a run of words: the extract path's edge is the gold one.
+    assert "| edgewise extract --find-entities | 1 | 1 | 0 | 0 | 1.000 |" in table
+    assert "| llama-index | 1 | 0 | 1 | 1 | 0.000 |" in table  # the same edge reversed
+    assert "| langchain | 0 | 0 | 0 | 1 | 0.000 |" in table

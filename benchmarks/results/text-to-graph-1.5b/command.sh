@@ -44,3 +44,4 @@ python benchmarks/bench_in_chunks.py runs/results/test-conversational-withheld.j
 # 3. The chunks pooled (no model call): entity-F1 and the edge-F1 through the entities found, paired.
 python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline qwen2.5-coder-1.5b-program-v2 \
   --episodes runs/results/test-conversational-withheld.jsonl > "$OUT/paired_test_conversational.md"
+python benchmarks/text_graph_examples.py score --out "$OUT"
