@@ -52,6 +52,7 @@ from edgewise.modules.steps import (
     Verify,
 )
 from edgewise.modules.type_signatures import STATE_KEY, TypeSignatures
+from edgewise.programs.lora_adapter import ADAPTER_ATTRIBUTE
 from edgewise.signatures.choose_types import ChooseTypes
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import OutputShape, extract_signature, in_seed_order
@@ -258,6 +259,8 @@ class EdgeExtractor(dspy.Module):
 
     def forward(self, episode: Episode | dict[str, Any] | None = None, **fields: Any) -> dspy.Prediction:
         read = as_episode(episode, model=episode_model(self.options.entity_step), **fields)
+        if (adapter := getattr(self, ADAPTER_ATTRIBUTE, None)) is not None:
+            adapter.check_served(dspy.settings.lm)
         extraction = Extraction(program=self, episode=read)
         for step in self.steps:
             step(extraction)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgewise.local.local_models import file_sha256, is_local_model, resolve_local_model
 from edgewise.programs.artifact_errors import ArtifactError
+
+if TYPE_CHECKING:
+    from edgewise.runtime.lm import ServedWeights
 
 ADAPTER_ATTRIBUTE: Final = "lora_adapter"
 """The attribute a loaded program carries its verified adapter in (absent: no adapter)."""
@@ -63,6 +66,27 @@ class LoraAdapter:
                 f"on {name}: use --model {self.record.base_model}, or a program without an adapter"
             )
         return self.path
+
+    def check_served(self, lm: object) -> None:
+        """Refuse to run on a local server edgewise started without this adapter (or on another model).
+
+        The tuned program's requests are valid on the base weights too, so nothing else would notice:
+        its replies would be the base model's. An LM edgewise did not start (`served_weights` None: a
+        server of yours, a test's fake) cannot be checked, and is the caller's to match.
+        """
+        served: ServedWeights | None = getattr(lm, "served_weights", None)
+        if served is None or (served.model, served.adapter_sha256) == (
+            self.record.base_model,
+            self.record.sha256,
+        ):
+            return
+        raise ArtifactError(
+            f"{self.path.parent} is fine-tuned: it runs only with its LoRA adapter on {self.record.base_model}, "
+            f"and this LM serves {served.model} "
+            + ("without it" if served.adapter_sha256 is None else "with another adapter")
+            + "; open the LM with LMConfig(model=..., lora_adapter=program_adapter(program, model)) "
+            "(edgewise extract and serve do this themselves)"
+        )
 
 
 def verified_adapter(directory: Path, record: LoraAdapterRecord) -> LoraAdapter:

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -116,6 +117,20 @@ def unknown_fields_message(unknown: list[str]) -> str:
     return f"LMConfig has no field{plural} {', '.join(named)}; its fields: {', '.join(fields)}"
 
 
+@dataclass(frozen=True)
+class ServedWeights:
+    """What the local server edgewise started computes with: the base model and the adapter added.
+
+    A program fine-tuned for an adapter checks it before its first request
+    (`edgewise.programs.lora_adapter.LoraAdapter.check_served`): run on the base weights alone it is
+    another program, whose replies look right and are not.
+    """
+
+    model: str
+    """The model as manifests name it (`local/qwen2.5-coder-0.5b`)."""
+    adapter_sha256: str | None
+
+
 class EdgewiseLM(dspy.LM):
     """`dspy.LM` that states whether the endpoint takes a JSON schema, and retries with jitter.
 
@@ -151,6 +166,8 @@ class EdgewiseLM(dspy.LM):
         self.retry_policy = retry_policy or RetryPolicy(max_retries=num_retries)
         self.rate_limiter = rate_limiter
         self.keep_history = keep_history
+        self.served_weights: ServedWeights | None = None
+        """Set by `open_lm` on the local model it starts; None for a server edgewise did not start."""
 
     def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.kwargs.get("api_base") and kwargs.get("response_format") is not None:
@@ -385,17 +402,20 @@ def open_lm(config: LMConfig) -> Iterator[EdgewiseLM]:
         }
     )
     weights = f"{LOCAL_PREFIX}/{spec.name}@sha256:{spec.sha256}"
-    if adapter is not None:
-        weights += f"+lora@sha256:{file_sha256(adapter)}"
+    adapter_sha256 = None if adapter is None else file_sha256(adapter)
+    if adapter_sha256 is not None:
+        weights += f"+lora@sha256:{adapter_sha256}"
     with LocalServer(spec, slots=config.local_slots, lora=adapter) as server:
         # Its port is new every run: cached replies are found by the weights it serves (the model
         # file, and the adapter added to it).
         name_endpoint(server.api_base, weights)
-        yield build_lm(
+        lm = build_lm(
             local,
             model_name=f"openai/{server.model_name}",
             api_base=server.api_base,
         )
+        lm.served_weights = ServedWeights(model=f"{LOCAL_PREFIX}/{spec.name}", adapter_sha256=adapter_sha256)
+        yield lm
 
 
 @contextmanager

@@ -166,3 +166,39 @@ def test_extract_of_a_tuned_program_folder_starts_its_model_with_the_adapter(tmp
     assert opened[0].lora_adapter == folder / "adapter.gguf" and opened[0].model == MODEL
     assert main([*arguments, str(folder), "--model", "local/qwen2.5-coder-1.5b"]) == 1
     assert "trained on local/qwen2.5-coder-0.5b" in capsys.readouterr().err and len(opened) == 1
+
+
+def test_a_tuned_program_refuses_the_local_model_served_without_its_adapter(tmp_path, fake_server):
+    from fakes import ScriptedLM, edges_reply
+
+    from edgewise.runtime.lm import lm_context
+
+    program = tuned_program(tmp_path / "adapter.gguf")
+    episode = load_split("smoke", "smoke").episodes[0].episode()
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"another adapter's bytes")
+    runs = {
+        "base weights": LMConfig(model=MODEL),
+        "its adapter": LMConfig(model=MODEL, lora_adapter=program.lora_adapter.path),
+        "another adapter": LMConfig(model=MODEL, lora_adapter=other),
+    }
+    outcome = {}
+    for name, config in runs.items():
+        with open_lm(config) as served:
+            # a scripted LM in the started server's place, serving what it serves
+            lm = ScriptedLM([edges_reply()] * 4)
+            lm.served_weights = served.served_weights
+            with lm_context(lm):
+                try:
+                    program(episode)
+                    outcome[name] = "ran"
+                except ArtifactError as error:
+                    outcome[name] = str(error)
+            assert (outcome[name] == "ran") == bool(lm.calls), name  # refused before any request
+    assert outcome["its adapter"] == "ran"
+    assert (
+        "without it" in outcome["base weights"] and "lora_adapter=program_adapter" in outcome["base weights"]
+    )
+    assert "with another adapter" in outcome["another adapter"]
+    with lm_context(ScriptedLM([edges_reply()] * 4)):  # an LM edgewise did not start: the caller's to match
+        program(episode)
