@@ -7,8 +7,11 @@ bench` does (`benchmarks/results/finetune-0.5b/command.sh`, step 3). This reads 
 comparison into a copy of the program's manifest the way a compile's dev selection writes its own
 (`optimize.selection`): `notes.selected`, `notes.paired_dev_difference`, and the micro edge-F1 before
 and after as `dev_score_before` / `dev_score_after`, with `notes.dev_judgement` naming the bench. The
-copy goes to `optimize/compiled/NAME` only when the tuned program is better beyond noise; otherwise
-nothing is written there, and the exit status is 1.
+copy goes to `optimize/compiled/NAME` only when the tuned program is better beyond noise on all the
+episodes and worse beyond noise on none of their sources (`notes.paired_dev_difference_by_source`):
+an adapter trained on one kind of episode can win the pooled score on the strength of that kind while
+it fails every other, and a shipped program serves them all. Otherwise nothing is written there, and
+the exit status is 1.
 
     python benchmarks/ship_finetuned.py benchmarks/results/finetune-0.5b/program \\
         benchmarks/results/finetune-0.5b/dev-*-chunk-* --tuned runs/qwen2.5-coder-0.5b-lora \\
@@ -41,6 +44,12 @@ def micro_f1(episodes: list[EpisodeRun]) -> float:
     return f1_of(*(sum(getattr(e, part) for e in episodes) for part in ("tp", "fp", "fn")))
 
 
+def _paired(baseline: list[EpisodeRun], tuned: list[EpisodeRun]) -> PairedDifference:
+    paired = paired_on_shared(baseline, tuned, n_resamples=DEFAULT_RESAMPLES, seed=0)
+    assert paired is not None  # every wanted episode is in both
+    return paired
+
+
 def judged_manifest(
     program_dir: Path, results_dirs: list[Path], *, tuned: str, baseline: str, ids: list[str]
 ) -> tuple[Manifest, PairedDifference]:
@@ -62,11 +71,19 @@ def judged_manifest(
             raise SystemExit(
                 f"{program!r} has no result for {len(missing)} dev episode(s), e.g. {min(missing)}"
             )
-    paired = paired_on_shared(chosen[baseline], chosen[tuned], n_resamples=DEFAULT_RESAMPLES, seed=0)
-    assert paired is not None  # every wanted episode is in both
+    paired = _paired(chosen[baseline], chosen[tuned])
+    by_source = {
+        source: _paired(
+            [e for e in chosen[baseline] if e.source == source],
+            [e for e in chosen[tuned] if e.source == source],
+        )
+        for source in sorted({e.source for e in chosen[baseline]})
+    }
+    worse = sorted(source for source, difference in by_source.items() if difference.high < 0)
     notes = dict(manifest.notes)
     notes["paired_dev_difference"] = paired_record(paired)
-    notes["selected"] = "compiled" if paired.better else "uncompiled"
+    notes["paired_dev_difference_by_source"] = {source: paired_record(d) for source, d in by_source.items()}
+    notes["selected"] = "compiled" if paired.better and not worse else "uncompiled"
     notes["dev_judgement"] = {
         "by": "edgewise bench, the adapter served by llama-server",
         "baseline": baseline,
@@ -109,9 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     manifest, paired = judged_manifest(
         args.program_dir, args.results_dirs, tuned=args.tuned, baseline=args.baseline, ids=ids
     )
-    verdict = f"{args.tuned} against {args.baseline} on {paired.episodes} dev episodes: {paired.text()}"
-    if not paired.better:
-        print(f"{verdict}: not better beyond noise, not shipped", file=sys.stderr)
+    lines = [f"{args.tuned} against {args.baseline} on {paired.episodes} dev episodes: {paired.text()}"]
+    for source, record in manifest.notes["paired_dev_difference_by_source"].items():
+        lines.append(
+            f"  {source} ({record['episodes']}): {record['difference']:+.3f} [{record['low']:+.3f}, {record['high']:+.3f}]"
+        )
+    print("\n".join(lines))
+    if manifest.notes["selected"] != "compiled":
+        reason = "not better beyond noise" if not paired.better else "worse beyond noise on a source"
+        print(f"{reason}: not shipped", file=sys.stderr)
         return 1
     target = args.compiled_dir / args.name
     if target.exists():
@@ -121,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(args.program_dir, folder)
         (folder / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         folder.rename(target)
-    print(f"{verdict}: shipped as {target}")
+    print(f"shipped as {target}")
     return 0
 
 

@@ -12,6 +12,8 @@ import pytest
 from paths import ROOT
 
 import edgewise
+from edgewise.eval.bench_records import EpisodeRun
+from edgewise.eval.records import f1_of
 from edgewise.programs.artifact import read_manifest
 from edgewise.programs.lora_adapter import ADAPTER_ATTRIBUTE
 
@@ -28,6 +30,7 @@ def _script(name: str):
 
 ship_finetuned = _script("ship_finetuned")
 paired_from_results = _script("paired_from_results")
+MergedRun = paired_from_results.MergedRun
 
 FOLDER = BENCHMARKS / "results" / "finetune-0.5b"
 PROGRAM = FOLDER / "program"
@@ -77,6 +80,8 @@ def test_a_program_better_on_dev_is_shipped_with_the_bench_s_paired_verdict(tmp_
     for field in ("difference", "low", "high"):
         assert verdict[field] == pytest.approx(rows[TUNED][field], abs=1e-4)
     assert verdict["low"] > 0 and manifest.notes["selected"] == "compiled"
+    by_source = manifest.notes["paired_dev_difference_by_source"]
+    assert list(by_source) == ["conversational"] and by_source["conversational"] == verdict  # one source here
     assert manifest.dev_score_before == pytest.approx(rows["default"]["edge_f1_micro"], abs=1e-4)
     assert manifest.dev_score_after == pytest.approx(rows[TUNED]["edge_f1_micro"], abs=1e-4)
     assert manifest.notes["training"] == read_manifest(PROGRAM).notes["training"]  # the rest as it was
@@ -91,7 +96,7 @@ def test_a_program_not_better_on_dev_is_not_shipped(tmp_path: Path, capsys) -> N
     # the same runs the other way round: the program without the adapter judged against the tuned one
     assert ship_finetuned.main(_argv(episodes, compiled, tuned="default", baseline=TUNED)) == 1
     assert list(compiled.iterdir()) == []
-    assert "not better beyond noise, not shipped" in capsys.readouterr().err
+    assert "not better beyond noise: not shipped" in capsys.readouterr().err
 
 
 def test_a_dev_episode_the_bench_did_not_score_is_refused(tmp_path: Path) -> None:
@@ -100,3 +105,41 @@ def test_a_dev_episode_the_bench_did_not_score_is_refused(tmp_path: Path) -> Non
     with pytest.raises(SystemExit, match="no result for 1 dev episode"):
         ship_finetuned.main(_argv(_episodes(tmp_path, ("dev-never-benched",)), compiled))
     assert list(compiled.iterdir()) == []
+
+
+def _episode(episode_id: str, source: str, tp: int, fp: int, fn: int) -> EpisodeRun:
+    return EpisodeRun(
+        id=episode_id, source=source, status="ok", latency_s=1.0, n_gold=tp + fn, n_predicted=tp + fp,
+        tp=tp, fp=fp, fn=fn, f1=f1_of(tp, fp, fn),
+    )  # fmt: skip
+
+
+def test_a_program_better_pooled_but_worse_on_a_source_is_not_shipped(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Better on 40 chat episodes by more than it loses on 20 documents, where it finds nothing."""
+    model = read_manifest(PROGRAM).task_model
+    chats = [f"chat-{n}" for n in range(40)]
+    documents = [f"doc-{n}" for n in range(20)]
+    runs = {
+        (model, "default"): [_episode(i, "chat", 1, 3, 3) for i in chats]
+        + [_episode(i, "docs", 1, 1, 1) for i in documents],
+        (model, TUNED): [_episode(i, "chat", 4, 0, 0) for i in chats]
+        + [_episode(i, "docs", 0, 2, 2) for i in documents],
+    }
+    monkeypatch.setattr(
+        ship_finetuned, "merged_runs", lambda folders: {key: MergedRun(eps, []) for key, eps in runs.items()}
+    )
+    episodes = tmp_path / "dev.jsonl"
+    episodes.write_text("".join(json.dumps({"id": i}) + "\n" for i in chats + documents))
+    manifest, pooled = ship_finetuned.judged_manifest(
+        PROGRAM, [tmp_path], tuned=TUNED, baseline="default", ids=chats + documents
+    )
+    by_source = manifest.notes["paired_dev_difference_by_source"]
+    assert pooled.better and by_source["chat"]["low"] > 0 and by_source["docs"]["high"] < 0
+    assert manifest.notes["selected"] == "uncompiled"
+    compiled = tmp_path / "compiled"
+    compiled.mkdir()
+    assert ship_finetuned.main(_argv(episodes, compiled)) == 1
+    assert list(compiled.iterdir()) == []
+    assert "worse beyond noise on a source: not shipped" in capsys.readouterr().err

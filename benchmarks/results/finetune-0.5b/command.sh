@@ -73,6 +73,7 @@ for BASE in qwen2.5-coder-1.5b-program-v2 baseline-v1; do
 done
 # 4. The ship decision (no model call): the tuned program becomes optimize/compiled/qwen2.5-coder-0.5b-lora,
 #    its manifest carrying the paired verdict, only if it is better than the 0.5B's own program beyond
-#    noise on all of dev; otherwise nothing is shipped and this exits 1.
+#    noise on all of dev and worse beyond noise on none of its sources; otherwise nothing is shipped and
+#    this exits 1. The verdict, per source too, is in ship_decision.txt.
 python benchmarks/ship_finetuned.py "$OUT/program" "$OUT"/dev-*-chunk-* --tuned "$TUNED" --baseline default \
-  --episodes runs/results/dev-no-attributes.jsonl --name qwen2.5-coder-0.5b-lora
+  --episodes runs/results/dev-no-attributes.jsonl --name qwen2.5-coder-0.5b-lora | tee "$OUT/ship_decision.txt"
