@@ -61,8 +61,11 @@ def judged_manifest(
         if (model, program) not in runs:
             raise SystemExit(f"{program!r} was not benched on {model} in these folders")
     wanted = set(ids)
-    chosen = {
-        program: [e for e in runs[(model, program)].episodes if e.id in wanted]
+    order = {episode_id: index for index, episode_id in enumerate(ids)}
+    chosen = {  # in the episodes file's order, as paired_from_results --episodes pairs them
+        program: sorted(
+            (e for e in runs[(model, program)].episodes if e.id in wanted), key=lambda e: order[e.id]
+        )
         for program in (baseline, tuned)
     }
     for program, episodes in chosen.items():

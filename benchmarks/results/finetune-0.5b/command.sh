@@ -76,4 +76,4 @@ done
 #    noise on all of dev and worse beyond noise on none of its sources; otherwise nothing is shipped and
 #    this exits 1. The verdict, per source too, is in ship_decision.txt.
 python benchmarks/ship_finetuned.py "$OUT/program" "$OUT"/dev-*-chunk-* --tuned "$TUNED" --baseline default \
-  --episodes runs/results/dev-no-attributes.jsonl --name qwen2.5-coder-0.5b-lora | tee "$OUT/ship_decision.txt"
+  --episodes runs/results/dev-no-attributes.jsonl --name qwen2.5-coder-0.5b-lora 2>&1 | tee "$OUT/ship_decision.txt"
