@@ -198,6 +198,20 @@ def is_assembled(spec: LocalModelSpec, cache_dir: Path | None = None) -> bool:
     return target.is_file() and target.stat().st_size == spec.size_bytes
 
 
+@dataclass(frozen=True)
+class ServedWeights:
+    """What the local server edgewise started computes with: the base model and the adapter added.
+
+    A program fine-tuned for an adapter checks it before its first request
+    (`edgewise.programs.lora_adapter.LoraAdapter.check_served`): run on the base weights alone it is
+    another program, whose replies look right and are not.
+    """
+
+    model: str
+    """The model as manifests name it (`local/qwen2.5-coder-0.5b`)."""
+    adapter_sha256: str | None
+
+
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file, read in chunks so large weights do not fill memory."""
     digest = hashlib.sha256()

@@ -52,7 +52,6 @@ from edgewise.modules.steps import (
     Verify,
 )
 from edgewise.modules.type_signatures import STATE_KEY, TypeSignatures
-from edgewise.programs.lora_adapter import ADAPTER_ATTRIBUTE
 from edgewise.signatures.choose_types import ChooseTypes
 from edgewise.signatures.extract_by_entity import ExtractEdgesByEntity
 from edgewise.signatures.extract_edges import OutputShape, extract_signature, in_seed_order
@@ -61,6 +60,13 @@ from edgewise.signatures.find_missing_facts import FindMissingFacts
 from edgewise.signatures.glean_edges import GleanEdges
 from edgewise.signatures.label_pairs import LabelPairs as LabelPairsSignature
 from edgewise.signatures.verify_edges import VerifyEdges
+
+ADAPTER_ATTRIBUTE: Final = "lora_adapter"
+"""The attribute a loaded fine-tuned program carries its verified adapter in (absent: no adapter).
+
+The adapter (`edgewise.programs.lora_adapter.LoraAdapter`) checks the LM before each episode
+(`check_served`): this layer knows only that a program may carry one.
+"""
 
 PREDICTOR_NAMES: Final = (
     "extract", "reflect", "attributes", "label_pairs", "by_entity", "glean", "choose_types", "verify",

@@ -11,18 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgewise.local.local_models import file_sha256, is_local_model, resolve_local_model
+from edgewise.local.local_models import ServedWeights, file_sha256, is_local_model, resolve_local_model
+from edgewise.modules.extractor import ADAPTER_ATTRIBUTE
 from edgewise.programs.artifact_errors import ArtifactError
-
-if TYPE_CHECKING:
-    from edgewise.runtime.lm import ServedWeights
-
-ADAPTER_ATTRIBUTE: Final = "lora_adapter"
-"""The attribute a loaded program carries its verified adapter in (absent: no adapter)."""
 
 _SHA256: Final = r"^[0-9a-f]{64}$"
 

@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import edgewise.runtime.offline  # noqa: F401  (offline defaults before LiteLLM loads)
 from edgewise.domain.errors import EdgewiseError
-from edgewise.local.local_models import LOCAL_PREFIX, is_local_model
+from edgewise.local.local_models import LOCAL_PREFIX, ServedWeights, is_local_model
 from edgewise.modules.calls import ReplyNote, note_reply
 from edgewise.runtime.faults import (
     DEFAULT_RETRY_POLICY,
@@ -115,20 +114,6 @@ def unknown_fields_message(unknown: list[str]) -> str:
         named.append(f"{name} (did you mean {close[0]}?)" if close else name)
     plural = "s" if len(unknown) > 1 else ""
     return f"LMConfig has no field{plural} {', '.join(named)}; its fields: {', '.join(fields)}"
-
-
-@dataclass(frozen=True)
-class ServedWeights:
-    """What the local server edgewise started computes with: the base model and the adapter added.
-
-    A program fine-tuned for an adapter checks it before its first request
-    (`edgewise.programs.lora_adapter.LoraAdapter.check_served`): run on the base weights alone it is
-    another program, whose replies look right and are not.
-    """
-
-    model: str
-    """The model as manifests name it (`local/qwen2.5-coder-0.5b`)."""
-    adapter_sha256: str | None
 
 
 class EdgewiseLM(dspy.LM):
