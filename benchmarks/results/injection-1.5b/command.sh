@@ -36,6 +36,8 @@ python benchmarks/quoted_text_replay.py "$OUT"/injection/chunk-* --episodes data
   --out "$OUT/injection/quoted_text_replay.md"
 python benchmarks/bench_in_chunks.py data/episodes/injection.jsonl --chunks 2 --out "$OUT/injection-speaker-marks/chunk-{n}" -- \
   --models local/qwen2.5-coder-1.5b --programs runs/injection/v2-speaker-marks --seed 0
+python benchmarks/injection_from_results.py "$OUT"/injection/chunk-* "$OUT"/injection-speaker-marks/chunk-* \
+  --baseline qwen2.5-coder-1.5b-program-v2 --episodes data/episodes/injection.jsonl --out "$OUT/injection_rate.md"
 python benchmarks/bench_in_chunks.py runs/results/dev-conversational-79-na.jsonl --chunks 4 --out "$OUT/dev-conversational/chunk-{n}" -- \
   --models local/qwen2.5-coder-1.5b --programs qwen2.5-coder-1.5b-program-v2,runs/injection/v2-speaker-marks \
   --baseline qwen2.5-coder-1.5b-program-v2 --seed 0
