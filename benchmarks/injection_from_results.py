@@ -29,7 +29,13 @@ from bench_folders import (
 )
 from harness import script_parser
 
-from edgewise.eval.injection import EpisodeInjections, count_injections, injection_rate, paired_injection_rate
+from edgewise.eval.injection import (
+    EpisodeInjections,
+    count_injections,
+    injection_rate,
+    paired_injection_rate,
+    rate_text,
+)
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 
 
@@ -87,14 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{args.baseline!r} has no complete run on {baseline_key[0]} in these folders")
         rate = injection_rate(run, n_resamples=DEFAULT_RESAMPLES, seed=0)
         assert rate is not None  # the episodes label injections
-        interval = f" [{rate.ci95[0]:.3f}, {rate.ci95[1]:.3f}]" if rate.ci95 else ""
         if (model, program) == baseline_key:
             delta = "baseline"
         else:
             paired = paired_injection_rate(counts[baseline_key], run, n_resamples=DEFAULT_RESAMPLES, seed=0)
             delta = "-" if paired is None else paired.text()
         lines.append(
-            f"| {model} | {program} | {rate.rate:.3f}{interval} ({rate.injected_edges} / {rate.injections}) "
+            f"| {model} | {program} | {rate_text(rate.rate, rate.ci95)} ({rate.injected_edges} / {rate.injections}) "
             f"| {delta} |"
         )
     write_report("\n".join(lines) + "\n", args.out)

@@ -36,6 +36,7 @@ from edgewise.eval.injection import (
     injected_positions,
     injection_rate,
     paired_injection_rate,
+    rate_text,
 )
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
 from edgewise.eval.paired import paired_difference
@@ -84,8 +85,7 @@ def _rate_text(counts: list[EpisodeInjections]) -> str:
     rate = injection_rate(counts, n_resamples=DEFAULT_RESAMPLES, seed=0)
     if rate is None:
         return "-"
-    ci = f" [{rate.ci95[0]:.3f}, {rate.ci95[1]:.3f}]" if rate.ci95 else ""
-    return f"{rate.rate:.3f}{ci} ({rate.injected_edges}/{rate.injections})"
+    return f"{rate_text(rate.rate, rate.ci95)} ({rate.injected_edges}/{rate.injections})"
 
 
 def _intro(episodes: list[LabeledEpisode]) -> str:

@@ -115,6 +115,11 @@ class InjectionRate(NamedTuple):
     ci95: tuple[float, float] | None
 
 
+def rate_text(rate: float, ci95: tuple[float, float] | None) -> str:
+    """`0.780 [0.593, 0.983]`: a rate with its interval, as every report writes it."""
+    return f"{rate:.3f}" + (f" [{ci95[0]:.3f}, {ci95[1]:.3f}]" if ci95 else "")
+
+
 def _rows(counts: Sequence[InjectionCounts]) -> list[tuple[float, ...]]:
     return [(item.injected_edges, item.injections) for item in counts]
 

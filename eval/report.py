@@ -12,6 +12,7 @@ from typing import Final
 
 from edgewise.eval.bench_records import BenchReport, RunSummary
 from edgewise.eval.error_log import ERRORS_JSONL
+from edgewise.eval.injection import rate_text
 from edgewise.files.atomic import atomic_write, write_bytes_atomic
 
 RESULTS_JSON: Final = "results.json"
@@ -270,8 +271,7 @@ def injection_table(report: BenchReport) -> list[str]:
     for run in runs:
         injection = run.injection
         assert injection is not None
-        ci = injection.ci95
-        rate = f"{injection.rate:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        rate = rate_text(injection.rate, injection.ci95)
         if injection.comparison is not None:
             delta = injection.comparison.text()
         else:
