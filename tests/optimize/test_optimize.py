@@ -494,8 +494,27 @@ def test_every_shipped_program_loads_by_name_with_no_endpoint_or_key():
         assert manifest["status"] == "complete"
         if manifest["optimizer"] != "none":  # baseline-v1 is frozen, not compiled: it has no dev scores
             assert manifest["dev_score_after"] >= manifest["dev_score_before"]
-        text = "".join(p.read_text() for p in directory.iterdir())
+        text = "".join(p.read_text() for p in directory.glob("*.json"))  # an adapter is binary
         assert "api_key" not in text and "api_base" not in text and "127.0.0.1" not in text
+
+
+def test_every_file_of_every_shipped_program_is_package_data():
+    """A wheel carries only the package-data patterns: a shipped file they miss (a fine-tuned program's
+    adapter) would be absent from an installed program, which then refuses to load."""
+    import fnmatch
+    import tomllib
+
+    from paths import ROOT
+
+    from edgewise.programs.artifact import shipped_programs
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "edgewise.optimize"
+    ]
+    for directory in shipped_programs().values():
+        for file in directory.iterdir():
+            path = f"compiled/{directory.name}/{file.name}"
+            assert any(fnmatch.fnmatch(path, pattern) for pattern in patterns), path
 
 
 def test_gold_search_shows_labeled_episodes_as_demos_and_keeps_them_when_dev_improves(tmp_path):

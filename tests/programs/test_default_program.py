@@ -26,7 +26,7 @@ from edgewise.programs.artifact import read_manifest, shipped_programs
 from edgewise.programs.names import UNCOMPILED, choose_program, model_key, shipped_defaults
 from edgewise.runtime.lm import LMConfig, build_lm
 
-COMPILED_1_5B = "qwen2.5-coder-1.5b-program-v2"
+COMPILED_1_5B = "qwen2.5-coder-1.5b-lora"
 ANY_MODEL = "any"  # the task model of a frozen baseline that names no model
 
 

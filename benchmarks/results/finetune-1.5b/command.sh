@@ -100,6 +100,8 @@ python benchmarks/injection_from_results.py "$OUT"/injection-chunk-* "$INJECTION
   --programs "$V2,$TUNED" --episodes data/episodes/injection.jsonl >> "$OUT/paired_injection.md"
 # 6. The ship decision (no model call, last: it exits 1 when nothing is shipped). The tuned program
 #    becomes optimize/compiled/qwen2.5-coder-1.5b-lora, its manifest carrying the paired verdict, only
-#    if it is better than v2 beyond noise on all of dev and worse beyond noise on none of its sources.
+#    if it is better than v2 beyond noise on all of dev and worse beyond noise on none of its sources
+#    (once shipped, the step is skipped).
+[[ -d optimize/compiled/qwen2.5-coder-1.5b-lora ]] && exit 0
 python benchmarks/ship_finetuned.py "$OUT/program" "$OUT"/dev-*-chunk-* --tuned "$TUNED" --baseline "$V2" \
   --episodes runs/results/dev-no-attributes.jsonl --name qwen2.5-coder-1.5b-lora 2>&1 | tee "$OUT/ship_decision.txt"
