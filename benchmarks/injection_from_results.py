@@ -34,7 +34,6 @@ from edgewise.eval.injection import (
     count_injections,
     injection_rate,
     paired_injection_rate,
-    rate_text,
 )
 from edgewise.eval.intervals import DEFAULT_RESAMPLES
 
@@ -60,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         "(a program on a smaller model against another model's program); default: each model's own",
     )
     args = parser.parse_args(argv)
+    if args.programs and args.baseline not in args.programs.split(","):
+        args.programs += f",{args.baseline}"  # as paired_from_results: the baseline is always read
     folders = folders_of(args)
     counts = run_counts(folders)
     injections = sum(len(episode.injections) for episode in folders.episodes)
@@ -98,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             paired = paired_injection_rate(counts[baseline_key], run, n_resamples=DEFAULT_RESAMPLES, seed=0)
             delta = "-" if paired is None else paired.text()
-        lines.append(
-            f"| {model} | {program} | {rate_text(rate.rate, rate.ci95)} ({rate.injected_edges} / {rate.injections}) "
-            f"| {delta} |"
-        )
+        lines.append(f"| {model} | {program} | {rate.text()} | {delta} |")
     write_report("\n".join(lines) + "\n", args.out)
     return 0
 

@@ -36,7 +36,6 @@ from edgewise.eval.injection import (
     injected_positions,
     injection_rate,
     paired_injection_rate,
-    rate_text,
 )
 from edgewise.eval.intervals import DEFAULT_RESAMPLES, stat_value
 from edgewise.eval.paired import paired_difference
@@ -85,7 +84,7 @@ def _rate_text(counts: list[EpisodeInjections]) -> str:
     rate = injection_rate(counts, n_resamples=DEFAULT_RESAMPLES, seed=0)
     if rate is None:
         return "-"
-    return f"{rate_text(rate.rate, rate.ci95)} ({rate.injected_edges}/{rate.injections})"
+    return rate.text()
 
 
 def _intro(episodes: list[LabeledEpisode]) -> str:

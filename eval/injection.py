@@ -114,6 +114,10 @@ class InjectionRate(NamedTuple):
     rate: float
     ci95: tuple[float, float] | None
 
+    def text(self) -> str:
+        """`0.780 [0.593, 0.983] (46/59)`: the rate, its interval, and the counts it is made of."""
+        return f"{rate_text(self.rate, self.ci95)} ({self.injected_edges}/{self.injections})"
+
 
 def rate_text(rate: float, ci95: tuple[float, float] | None) -> str:
     """`0.780 [0.593, 0.983]`: a rate with its interval, as every report writes it."""

@@ -55,13 +55,26 @@ def test_pairs_programs_benched_apart(script, tmp_path: Path) -> None:
     assert script.main(argv) == 0
     rows = _rows(out.read_text(encoding="utf-8"))
     assert rows[V2][1] == "baseline"
-    assert rows[V2][0].endswith("(46 / 59)")
+    assert rows[V2][0].endswith("(46/59)")
     # baseline-v1 wrote the same edges as v2 on this set: no difference, and an interval of zero width
     assert rows["baseline-v1"][1] == "+0.000 [+0.000, +0.000]"
     marks = next(cells for program, cells in rows.items() if program.endswith("v2-speaker-marks"))
-    assert marks[0].endswith("(17 / 59)")
+    assert marks[0].endswith("(17/59)")
     difference = float(marks[1].split(" ")[0])
     assert difference == round(17 / 59 - 46 / 59, 3)  # the same 59 injections in both runs
+
+
+def test_programs_named_without_the_baseline_still_pair_with_it(script, tmp_path: Path) -> None:
+    out = tmp_path / "rate.md"
+    folders = [*_chunks("injection"), *_chunks("injection-speaker-marks")]
+    marks_chunk = _chunks("injection-speaker-marks")[0] / "results.json"
+    (marks_run,) = BenchReport.model_validate_json(marks_chunk.read_bytes()).runs
+    marks = marks_run.program
+    argv = [*map(str, folders), "--baseline", V2, "--programs", marks, "--out", str(out)]
+    assert script.main(argv) == 0
+    rows = _rows(out.read_text(encoding="utf-8"))
+    assert set(rows) == {V2, marks} and rows[V2][1] == "baseline"
+    assert rows[marks][1].startswith("-0.")
 
 
 def test_a_run_lacking_episodes_is_left_out_not_scored(script, tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ sets it), where a missing package fails.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import shutil
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any, Final
@@ -247,7 +249,7 @@ def run_finetune(base: Path, out: Path, settings: FinetuneSettings = SETTINGS, *
     episodes = smoke_episodes()
     return finetune(
         model="local/qwen2.5-coder-0.5b", program="default", base_file=base, train=episodes[:4],
-        dev=episodes[4:], out=out, settings=settings, progress=None, **options,
+        dev=episodes[4:], out=out, settings=settings, **{"progress": None, **options},
     )  # fmt: skip
 
 
@@ -376,8 +378,19 @@ def test_a_run_stopped_by_its_time_limit_resumes_from_its_checkpoint(trained, ti
     stopped = run_finetune(tiny_base, out, SETTINGS.model_copy(update={"max_minutes": 1e-6}))
     assert stopped.manifest.status == "interrupted" and stopped.outcome.result.steps == 1
     assert load(out).lora_adapter is not None  # what it has is saved and loads
-    resumed = run_finetune(tiny_base, out)
+    bar = io.StringIO()
+    resumed = run_finetune(tiny_base, out, progress=bar)
     result = resumed.outcome.result
+    # The bar shows the loss and the process's peak memory, in GB (at least what it holds now)
+    postfix = bar.getvalue().rsplit("\r", 1)[-1]
+    assert "loss=" in postfix and f"{result.total_steps}/{result.total_steps}" in postfix
+    if sys.platform == "linux":
+        peak = float(postfix.split("peak=", 1)[1].split("GB", 1)[0])
+        resident_kib = next(
+            int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )  # fmt: skip
+        assert resident_kib / 2**20 - 0.1 <= peak < 1024
     assert result.resumed_from == 1 and result.complete and resumed.manifest.status == "complete"
     assert result.losses[0] == stopped.outcome.result.losses[0]
     read = lambda folder: {
