@@ -385,12 +385,11 @@ def test_a_run_stopped_by_its_time_limit_resumes_from_its_checkpoint(trained, ti
     postfix = bar.getvalue().rsplit("\r", 1)[-1]
     assert "loss=" in postfix and f"{result.total_steps}/{result.total_steps}" in postfix
     if sys.platform == "linux":
+        from benchmark_scripts import load_script
+
         peak = float(postfix.split("peak=", 1)[1].split("GB", 1)[0])
-        resident_kib = next(
-            int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
-            if line.startswith("VmRSS:")
-        )  # fmt: skip
-        assert resident_kib / 2**20 - 0.1 <= peak < 1024
+        resident_mb = load_script("harness").rss_mb(os.getpid())
+        assert resident_mb is not None and resident_mb / 1024 - 0.1 <= peak < 1024
     assert result.resumed_from == 1 and result.complete and resumed.manifest.status == "complete"
     assert result.losses[0] == stopped.outcome.result.losses[0]
     read = lambda folder: {

@@ -83,6 +83,8 @@ python benchmarks/paired_from_results.py "$OUT"/dev-*-chunk-* --baseline "$V2" \
 V2_BENCH=benchmarks/results/test-program-v2-1.5b
 python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" \
   > "$OUT/paired_test_conversational.md"
+python benchmarks/paired_latency.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" --program "$TUNED" \
+  --out "$OUT/latency_test_conversational.md" > /dev/null
 for BASE in "$V2" baseline-v1; do
   python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* "$V2_BENCH"/conversational-chunk-* \
     --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" \
