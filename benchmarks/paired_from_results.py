@@ -15,7 +15,9 @@ attribute precision (values the gold supports over values written) pool the per-
 attribute accuracy gets its paired difference as the bench gives it. Unparsed episodes had a reply
 that did not parse; failed ones, a model call that failed. Where the benches withheld the entities
 (`--withhold-entities`), a second table gives entity-F1 and the edge-F1 through the entities found,
-pooled over the episodes that have those counts, each paired against the baseline.
+pooled over the episodes that have those counts, each paired against the baseline. `--by-source`
+adds a table of each source's micro edge-F1, paired with the baseline on that source's episodes (a
+sample's overall gain can hide a source where the program is worse).
 
     python benchmarks/paired_from_results.py benchmarks/results/test-conversational-graphiti-1.5b/chunk-* \\
         --baseline graphiti-structured --episodes runs/results/test-conversational.jsonl
@@ -164,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         help="take the baseline's episodes from this model's run and pair every model's programs with it "
         "(a program on a smaller model against another model's program); default: each model's own",
     )
+    parser.add_argument(
+        "--by-source",
+        action="store_true",
+        help="also print each source's micro edge-F1 with its paired difference from the baseline",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     runs = merged_runs(args.results_dirs)
@@ -217,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     "attribute_difference": None if attributes is None else attributes.model_dump(),
                     "entity_difference": None if entities is None else entities.model_dump(),
                     "alias_aware_difference": None if aware is None else aware.model_dump(),
+                    "by_source": by_source(base, episodes, is_baseline, options) if args.by_source else None,
                 }
             )
     print(
@@ -251,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if any(row["entity_episodes"] or row["alias_aware_episodes"] for row in rows):
         _print_found_table(rows, args.baseline)
+    if args.by_source:
+        _print_source_table(rows, args.baseline)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
@@ -274,6 +284,47 @@ def _print_found_table(rows: list[dict], baseline: str) -> None:
             f"| {_rate(row['alias_aware_f1'])} | {_rate(row['alias_aware_precision'])} / "
             f"{_rate(row['alias_aware_recall'])} | {_paired_text(row['alias_aware_difference'], is_baseline)} |"
         )
+
+
+def by_source(
+    base: list[EpisodeRun], episodes: list[EpisodeRun], is_baseline: bool, options: dict
+) -> dict[str, dict]:
+    """Per source: the episodes, this program's micro edge-F1 on them and, unless it is the
+    baseline, its paired difference from the baseline's on the same source's episodes."""
+    sources: dict[str, list[EpisodeRun]] = defaultdict(list)
+    for episode in episodes:
+        sources[episode.source].append(episode)
+    table = {}
+    for source, items in sorted(sources.items()):
+        paired = None
+        if not is_baseline:
+            paired = paired_on_shared([e for e in base if e.source == source], items, **options)
+        table[source] = {
+            "episodes": len(items),
+            "edge_f1_micro": f1_of(*(sum(getattr(e, field) for e in items) for field in ("tp", "fp", "fn"))),
+            "difference": None if paired is None else PairedResult.of(paired).model_dump(),
+        }
+    return table
+
+
+def _print_source_table(rows: list[dict], baseline: str) -> None:
+    """Each source's micro edge-F1, and its paired difference from the baseline's on that source."""
+    sources = sorted({source for row in rows for source in row["by_source"]})
+    print()
+    print(f"Micro edge-F1 per source, Δ vs {baseline} on the source's episodes [paired 95% CI]:")
+    print()
+    print("| model | program | " + " | ".join(sources) + " |")
+    print("|---|---|" + "---:|" * len(sources))
+    for row in rows:
+        cells = []
+        for source in sources:
+            cell = row["by_source"].get(source)
+            if cell is None:
+                cells.append("-")
+                continue
+            paired = "baseline" if row["is_baseline"] else f"Δ {_paired_text(cell['difference'], False)}"
+            cells.append(f"{cell['edge_f1_micro']:.3f} ({cell['episodes']}) {paired}")
+        print(f"| {row['model']} | {row['program']} | " + " | ".join(cells) + " |")
 
 
 def _chosen_episodes(

@@ -196,3 +196,38 @@ def test_entities_withheld_chunks_pool_and_pair_like_one_bench(tmp_path, capsys)
         r.edge_f1_alias_aware for r in whole.runs if r.model == "openai/half"
     )
     assert "Δ entity-F1 vs default" in capsys.readouterr().out
+
+
+def test_by_source_pairs_each_source_as_a_sample_of_that_source_alone(tmp_path, capsys) -> None:
+    folders = [str(path) for path in sorted(RESULTS.glob("test-150-rest-*-program-1.5b"))]
+    baseline, program = "baseline-v1", "qwen2.5-coder-1.5b-program"
+    arguments = [*folders, "--baseline", baseline, "--programs", f"{baseline},{program}"]
+    whole = tmp_path / "whole.json"
+    assert paired_from_results.main([*arguments, "--by-source", "--json", str(whole)]) == 0
+    table = capsys.readouterr().out
+    rows = {row["program"]: row for row in json.loads(whole.read_text())}
+    sources = rows[program]["by_source"]
+    assert set(sources) == {"redocred", "tempreason", "timeqa"}
+    assert rows[baseline]["by_source"]["redocred"]["difference"] is None
+    for source, cell in sources.items():
+        report = {}
+        for folder in folders:
+            for run in BenchReport.model_validate_json((Path(folder) / "results.json").read_bytes()).runs:
+                if run.program == program:
+                    for episode in run.episodes:
+                        if episode.source == source:
+                            report.setdefault(episode.id, episode)
+        only = tmp_path / f"{source}.jsonl"
+        only.write_text("".join(json.dumps({"id": episode_id}) + "\n" for episode_id in report))
+        alone = tmp_path / f"{source}.json"
+        assert paired_from_results.main([*arguments, "--episodes", str(only), "--json", str(alone)]) == 0
+        row = next(row for row in json.loads(alone.read_text()) if row["program"] == program)
+        assert cell["episodes"] == row["episodes"] == len(report)
+        assert cell["edge_f1_micro"] == row["edge_f1_micro"]
+        assert (cell["difference"]["difference"], cell["difference"]["low"], cell["difference"]["high"]) == (
+            row["difference"],
+            row["low"],
+            row["high"],
+        )
+    assert f"Δ vs {baseline} on the source's episodes" in table
+    assert f"({sources['tempreason']['episodes']}) Δ " in table

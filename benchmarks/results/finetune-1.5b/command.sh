@@ -92,9 +92,15 @@ for BASE in "$V2" baseline-v1; do
   python benchmarks/paired_from_results.py "$OUT"/test-*-chunk-* "$V2_BENCH"/conversational-chunk-* \
     "$V2_BENCH"/dialogre-chunk-* "$V2_BENCH"/rest-chunk-* benchmarks/results/test-dialogre-program-1.5b \
     benchmarks/results/test-150-rest-*-program-1.5b \
-    --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" \
+    --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" --by-source \
     --episodes runs/results/test-150.jsonl >> "$OUT/paired_150.md"
 done
+# validAt on the 150, per source, paired with v2's on the same episodes (from the benched edges).
+python benchmarks/date_guards_replay.py "$OUT"/test-conversational-chunk-* "$OUT"/test-150-*-chunk-* \
+  "$V2_BENCH"/conversational-chunk-1 "$V2_BENCH"/conversational-chunk-2 "$V2_BENCH"/dialogre-chunk-* \
+  "$V2_BENCH"/rest-chunk-* benchmarks/results/test-dialogre-program-1.5b benchmarks/results/test-150-rest-*-program-1.5b \
+  --programs "$V2,$TUNED" --against "$V2" --episodes runs/results/test-150.jsonl \
+  --out "$OUT/valid_at_150.md" > /dev/null
 INJECTION=benchmarks/results/injection-1.5b/injection
 python benchmarks/paired_from_results.py "$OUT"/injection-chunk-* "$INJECTION"/chunk-* --baseline "$V2" \
   --programs "$V2,$TUNED" --episodes data/episodes/injection.jsonl > "$OUT/paired_injection.md"
