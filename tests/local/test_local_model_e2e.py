@@ -22,6 +22,7 @@ from paths import ROOT
 from edgewise.local.local_models import DEFAULT_LOCAL_MODEL, MODELS, LocalModelSpec, missing_parts
 from edgewise.local.local_server import LocalServer, LocalServerError, find_server_binary
 from edgewise.modules.extractor import EdgeExtractor
+from edgewise.programs.names import shipped_defaults
 from edgewise.runtime.lm import LMConfig, build_lm, lm_context
 
 pytestmark = pytest.mark.local_model
@@ -159,7 +160,9 @@ def test_the_readme_first_command_prints_the_readme_excerpt() -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "edgewise extract: program qwen2.5-coder-1.5b-program-v2 (" in run.stderr
+    default = shipped_defaults()[f"local/{DEFAULT_LOCAL_MODEL}"]
+    assert f"edgewise extract: program {default} (" in run.stderr
+    assert f"runs `{default}`, the shipped program" in (ROOT / "README.md").read_text(encoding="utf-8")
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [record["id"] for record in records] == [
         json.loads(line)["id"] for line in EXAMPLES.read_text(encoding="utf-8").splitlines()
