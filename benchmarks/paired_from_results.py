@@ -95,15 +95,22 @@ def pooled_counts(run: MergedRun, ids: set[str]) -> SplitScore | None:
     )
 
 
+def micro_f1(episodes: list[EpisodeRun]) -> float:
+    """Edge-F1 of the episodes' pooled counts."""
+    return f1_of(*(sum(getattr(e, field) for e in episodes) for field in ("tp", "fp", "fn")))
+
+
+def by_source_episodes(episodes: list[EpisodeRun]) -> dict[str, list[EpisodeRun]]:
+    """The episodes grouped by source, sources in name order."""
+    sources: dict[str, list[EpisodeRun]] = defaultdict(list)
+    for episode in episodes:
+        sources[episode.source].append(episode)
+    return dict(sorted(sources.items()))
+
+
 def summary(episodes: list[EpisodeRun], pooled: SplitScore | None = None) -> dict[str, float | int | None]:
     tp, fp, fn = (sum(getattr(e, field) for e in episodes) for field in ("tp", "fp", "fn"))
-    by_source: dict[str, list[EpisodeRun]] = defaultdict(list)
-    for episode in episodes:
-        by_source[episode.source].append(episode)
-    source_f1 = [
-        f1_of(sum(e.tp for e in items), sum(e.fp for e in items), sum(e.fn for e in items))
-        for items in by_source.values()
-    ]
+    source_f1 = [micro_f1(items) for items in by_source_episodes(episodes).values()]
     n = len(episodes)
     return {
         "episodes": n,
@@ -290,18 +297,13 @@ def by_source(
     base: list[EpisodeRun], episodes: list[EpisodeRun], is_baseline: bool, options: dict
 ) -> dict[str, dict]:
     """Per source: the episodes, this program's micro edge-F1 on them and, unless it is the
-    baseline, its paired difference from the baseline's on the same source's episodes."""
-    sources: dict[str, list[EpisodeRun]] = defaultdict(list)
-    for episode in episodes:
-        sources[episode.source].append(episode)
+    baseline, its paired difference from the baseline's on the same episodes (those both scored)."""
     table = {}
-    for source, items in sorted(sources.items()):
-        paired = None
-        if not is_baseline:
-            paired = paired_on_shared([e for e in base if e.source == source], items, **options)
+    for source, items in by_source_episodes(episodes).items():
+        paired = None if is_baseline else paired_on_shared(base, items, **options)
         table[source] = {
             "episodes": len(items),
-            "edge_f1_micro": f1_of(*(sum(getattr(e, field) for e in items) for field in ("tp", "fp", "fn"))),
+            "edge_f1_micro": micro_f1(items),
             "difference": None if paired is None else PairedResult.of(paired).model_dump(),
         }
     return table

@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 from bench_folders import command_line, write_report
+from paired_from_results import merged_runs
 
-from edgewise.eval.bench_records import BenchReport, EpisodeRun
+from edgewise.eval.bench_records import EpisodeRun
 
 EQUAL_OUTPUT_TOKENS = 20
 """Replies within this many completion tokens of each other count as equal output."""
@@ -27,12 +28,10 @@ EQUAL_OUTPUT_TOKENS = 20
 def episodes_of(folders: list[Path], program: str) -> dict[str, EpisodeRun]:
     """The program's episodes in the folders' `results.json` (first folder wins), by id."""
     found: dict[str, EpisodeRun] = {}
-    for folder in folders:
-        report = BenchReport.model_validate_json((folder / "results.json").read_bytes())
-        for run in report.runs:
-            if run.program == program:
-                for episode in run.episodes:
-                    found.setdefault(episode.id, episode)
+    for (_, name), run in merged_runs(folders).items():
+        if name == program:
+            for episode in run.episodes:
+                found.setdefault(episode.id, episode)
     if not found:
         raise SystemExit(f"{program!r} is not in these benches")
     return found

@@ -352,9 +352,9 @@ def train_lora(
 def _peak_memory() -> dict[str, str]:
     """The process's peak resident memory for the progress bar, where the platform reports it.
 
-    A long run on a CPU grows (the allocator keeps freed blocks of every sequence length): one 1.5B run
-    reached the machine's memory after about fifty steps. Seen on the bar, it can be stopped and resumed
-    from its checkpoint (a fresh process) before the kernel kills it.
+    A long run on a CPU grows over its steps (docs/results.md measures it; its cause is not settled).
+    Seen on the bar, it can be stopped and resumed from its checkpoint (a fresh process) before the
+    kernel kills it.
     """
     try:
         import resource

@@ -209,20 +209,15 @@ def test_by_source_pairs_each_source_as_a_sample_of_that_source_alone(tmp_path, 
     sources = rows[program]["by_source"]
     assert set(sources) == {"redocred", "tempreason", "timeqa"}
     assert rows[baseline]["by_source"]["redocred"]["difference"] is None
+    merged = paired_from_results.merged_runs([Path(folder) for folder in folders])
     for source, cell in sources.items():
-        report = {}
-        for folder in folders:
-            for run in BenchReport.model_validate_json((Path(folder) / "results.json").read_bytes()).runs:
-                if run.program == program:
-                    for episode in run.episodes:
-                        if episode.source == source:
-                            report.setdefault(episode.id, episode)
+        ids = [e.id for e in merged[("local/qwen2.5-coder-1.5b", program)].episodes if e.source == source]
         only = tmp_path / f"{source}.jsonl"
-        only.write_text("".join(json.dumps({"id": episode_id}) + "\n" for episode_id in report))
+        only.write_text("".join(json.dumps({"id": episode_id}) + "\n" for episode_id in ids))
         alone = tmp_path / f"{source}.json"
         assert paired_from_results.main([*arguments, "--episodes", str(only), "--json", str(alone)]) == 0
         row = next(row for row in json.loads(alone.read_text()) if row["program"] == program)
-        assert cell["episodes"] == row["episodes"] == len(report)
+        assert cell["episodes"] == row["episodes"] == len(ids)
         assert cell["edge_f1_micro"] == row["edge_f1_micro"]
         assert (cell["difference"]["difference"], cell["difference"]["low"], cell["difference"]["high"]) == (
             row["difference"],

@@ -85,6 +85,7 @@ python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* --ba
   > "$OUT/paired_test_conversational.md"
 python benchmarks/paired_latency.py "$OUT"/test-conversational-chunk-* --baseline "$COMPACT" --program "$TUNED" \
   --out "$OUT/latency_test_conversational.md" > /dev/null
+: > "$OUT/paired_150.md"  # the loop appends to it: start it empty
 for BASE in "$V2" baseline-v1; do
   python benchmarks/paired_from_results.py "$OUT"/test-conversational-chunk-* "$V2_BENCH"/conversational-chunk-* \
     --baseline "$BASE" --programs "$V2,baseline-v1,$TUNED" \
